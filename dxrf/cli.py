@@ -1,0 +1,182 @@
+"""The ``dxrf`` command line.
+
+Every command takes ``--scheduler ADDRESS`` (or ``$DASK_SCHEDULER_ADDRESS``) to
+run on an existing Dask cluster; otherwise passes run on an embedded local
+cluster. Errors print one line on stderr and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import pkgutil
+import sys
+from collections.abc import Iterator, Sequence
+
+__all__ = ["main"]
+
+EXIT_USAGE = 2
+
+
+class CommandError(Exception):
+    """An error to report to the user in one line, without a traceback."""
+
+
+def _workflow_names(prefix: str | None) -> dict[str, str]:
+    """Map command-line names (dashes) to workflow modules, filtered by prefix."""
+    import dxrf.workflows as pkg
+
+    names = {}
+    for info in pkgutil.iter_modules(pkg.__path__):
+        mod = info.name
+        if mod.startswith("_"):
+            continue
+        is_bench = mod.startswith("bench_")
+        if prefix == "bench" and not is_bench:
+            continue
+        if prefix != "bench" and is_bench:
+            continue
+        cli_name = mod.removeprefix("bench_") if is_bench else mod
+        names[cli_name.replace("_", "-")] = mod
+    return names
+
+
+def _load_workflow(module: str):
+    return importlib.import_module(f"dxrf.workflows.{module}")
+
+
+@contextlib.contextmanager
+def _client(args: argparse.Namespace) -> Iterator[object]:
+    """A client for commands that make passes: remote if asked, else embedded."""
+    from .cluster import get_client
+
+    client = get_client(getattr(args, "scheduler", None))
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+def _cmd_ingest(args: argparse.Namespace) -> int:
+    from . import io
+
+    kwargs = {}
+    if args.format:
+        kwargs["format"] = args.format
+    if args.no_header:
+        kwargs["header"] = False
+    if args.names:
+        kwargs["names"] = [s.strip() for s in args.names.split(",")]
+    if args.sep:
+        kwargs["sep"] = args.sep
+    if args.na_values:
+        kwargs["na_values"] = args.na_values
+    report = io.ingest(
+        args.src,
+        args.dest,
+        target=args.target,
+        chunk_rows=args.chunk_rows,
+        missing_level=args.missing_level,
+        nan_policy=args.nan_policy,
+        overwrite=args.overwrite,
+        progress=True,
+        **kwargs,
+    )
+    print(report)
+    return 0
+
+
+def _cmd_info(args: argparse.Namespace) -> int:
+    from . import io
+
+    ds = io.open_zarr(args.path)
+    X = ds.X
+    print(f"path:     {args.path}")
+    print(f"rows:     {X.shape[0]}")
+    print(f"columns:  {X.shape[1]} (chunks of {X.chunks[0][0]} rows, dtype {X.dtype})")
+    print(f"target:   {ds.attrs.get('target')}")
+    if ds.classes:
+        print(f"classes:  {list(ds.classes)}")
+    print(f"source:   {ds.attrs.get('source')}")
+    names = list(ds.columns)
+    shown = ", ".join(names[:8]) + (f", ... ({len(names) - 8} more)" if len(names) > 8 else "")
+    print(f"names:    {shown}")
+    return 0
+
+
+def _run_workflow(args: argparse.Namespace) -> int:
+    module = _load_workflow(args.workflow_module)
+    if getattr(module, "NEEDS_CLIENT", False):
+        with _client(args):
+            module.run(args)
+    else:
+        module.run(args)
+    return 0
+
+
+def _add_workflow_commands(sub: argparse._SubParsersAction, command: str, help_text: str, common) -> None:
+    parser = sub.add_parser(command, help=help_text, parents=[common])
+    names = _workflow_names("bench" if command == "bench" else None)
+    wsub = parser.add_subparsers(dest="workflow", metavar="NAME", required=True)
+    for cli_name, mod in sorted(names.items()):
+        module = _load_workflow(mod)
+        wp = wsub.add_parser(cli_name, help=getattr(module, "DESCRIPTION", ""), parents=[common])
+        module.add_arguments(wp)
+        wp.set_defaults(func=_run_workflow, workflow_module=mod)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        default=argparse.SUPPRESS,  # so a subcommand's copy never resets a value given before it
+        help="Dask scheduler to attach to (default: $DASK_SCHEDULER_ADDRESS, else an embedded local cluster)",
+    )
+    parser = argparse.ArgumentParser(
+        prog="dxrf", description="Kernel learning with data-dependent random features on Dask.", parents=[common]
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    p = sub.add_parser("ingest", help="convert CSV / Parquet / NumPy / LibSVM into a dxrf zarr group", parents=[common])
+    p.add_argument("src", help="input file (.csv, .csv.gz, .parquet, .npy, .npz, .svm/.libsvm)")
+    p.add_argument("dest", help="output zarr group (e.g. data.zarr)")
+    p.add_argument("--target", default=None, help="target column name (CSV/Parquet) or index (NumPy)")
+    p.add_argument("--chunk-rows", type=int, default=50_000, help="rows per chunk (default 50000)")
+    p.add_argument("--format", default=None, choices=["csv", "parquet", "npy", "npz", "libsvm"])
+    p.add_argument("--no-header", action="store_true", help="CSV has no header row")
+    p.add_argument("--names", default=None, help="comma-separated column names (CSV without header)")
+    p.add_argument("--sep", default=None, help="CSV separator")
+    p.add_argument("--na-values", action="append", default=None, help="extra strings read as missing")
+    p.add_argument("--missing-level", action="store_true", help="keep missing categories as their own level")
+    p.add_argument("--nan-policy", choices=["error", "drop"], default="error")
+    p.add_argument("--overwrite", action="store_true")
+    p.set_defaults(func=_cmd_ingest)
+
+    p = sub.add_parser("info", help="describe a dxrf zarr group", parents=[common])
+    p.add_argument("path")
+    p.set_defaults(func=_cmd_info)
+
+    _add_workflow_commands(sub, "reproduce", "run an experiment from workflows/", common)
+    _add_workflow_commands(sub, "bench", "run a benchmark from workflows/", common)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``dxrf`` command."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("dxrf: interrupted", file=sys.stderr)
+        return 130
+    except (CommandError, ValueError, TypeError, KeyError, FileNotFoundError, FileExistsError, OSError) as exc:
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        print(f"dxrf: error: {message}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""Attach to a Dask cluster, or start an embedded one sized to this machine."""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["get_client", "scheduler_address", "default_worker_layout"]
+
+ENV_ADDRESS = "DASK_SCHEDULER_ADDRESS"
+
+
+def scheduler_address(address: str | None = None) -> str | None:
+    """The scheduler to attach to: ``address``, else ``$DASK_SCHEDULER_ADDRESS``, else None."""
+    if address:
+        return address
+    return os.environ.get(ENV_ADDRESS) or None
+
+
+def default_worker_layout(memory_fraction: float = 0.8) -> tuple[int, int]:
+    """Workers and memory per worker (bytes) for an embedded cluster.
+
+    One single-threaded worker process per core: the pass's tasks are BLAS-3
+    bound, so processes (no GIL contention) with one BLAS thread each use the
+    cores best. Together the workers get ``memory_fraction`` of physical memory.
+    """
+    from distributed.system import MEMORY_LIMIT
+
+    n_workers = max(1, os.cpu_count() or 1)
+    return n_workers, int(MEMORY_LIMIT * memory_fraction / n_workers)
+
+
+def get_client(
+    address: str | None = None,
+    *,
+    n_workers: int | None = None,
+    memory_limit: int | str | None = None,
+    dashboard_address: str | None = ":0",
+    security: object = None,
+):
+    """A ``distributed.Client`` on a remote scheduler or an embedded local cluster.
+
+    Parameters
+    ----------
+    address : str, optional
+        Scheduler address (``tcp://host:8786``, ``tls://...``). Defaults to
+        ``$DASK_SCHEDULER_ADDRESS``; when neither is set a ``LocalCluster`` of
+        worker processes is started and owned by the client (closing the
+        client closes it).
+    n_workers : int, optional
+        Embedded cluster only: number of single-threaded worker processes
+        (default: one per core).
+    memory_limit : int or str, optional
+        Embedded cluster only: memory limit of each worker (default: 80% of
+        the machine's memory shared among the workers). Workers spill to disk
+        beyond Dask's thresholds instead of dying.
+    dashboard_address : str or None, default ":0"
+        Embedded cluster only: where to serve the dashboard (``":0"`` picks a
+        free port; ``None`` disables it). ``client.dashboard_link`` gives the URL.
+    security : distributed.Security, optional
+        TLS settings; by default taken from Dask's configuration
+        (``distributed.comm.tls.*``), so ``tls://`` addresses work when the
+        certificates are configured there.
+
+    Returns
+    -------
+    distributed.Client
+    """
+    from distributed import Client
+
+    target = scheduler_address(address)
+    kwargs = {} if security is None else {"security": security}
+    if target is not None:
+        return Client(target, **kwargs)
+    workers, per_worker = default_worker_layout()
+    return Client(
+        n_workers=n_workers or workers,
+        threads_per_worker=1,
+        processes=True,
+        memory_limit=memory_limit if memory_limit is not None else per_worker,
+        dashboard_address=dashboard_address,
+        **kwargs,
+    )

@@ -1,0 +1,149 @@
+"""Pure numeric kernels that turn one block of rows into raw features.
+
+Every function here takes NumPy blocks and returns NumPy blocks; nothing knows
+about Dask. "Raw" features omit the per-column scale (``sqrt(2/M)`` for Fourier
+maps, selection weights, ...): statistics are accumulated on raw features and
+scaled once at the end, which saves a full sweep over every feature block.
+
+All functions write into ``out`` when it is given, so a task can reuse one
+buffer for all its tiles: allocating (first-touching) fresh memory is several
+times slower than the arithmetic on this class of machine.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "project",
+    "fourier_block",
+    "relu_block",
+    "linear_block",
+    "maxout_block",
+    "fwht",
+    "sorf_project",
+]
+
+
+def _buffer(out: np.ndarray | None, shape: tuple[int, int], dtype: np.dtype) -> np.ndarray:
+    if out is None:
+        return np.empty(shape, dtype=dtype)
+    if out.shape != shape or out.dtype != dtype:
+        raise ValueError(f"out has shape {out.shape} and dtype {out.dtype}; expected {shape} {np.dtype(dtype)}")
+    return out
+
+
+def project(X: np.ndarray, W: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Return ``X @ W`` computed in ``W.dtype``, into ``out`` when given."""
+    X = np.asarray(X, dtype=W.dtype)
+    out = _buffer(out, (X.shape[0], W.shape[1]), W.dtype)
+    return np.matmul(X, W, out=out)
+
+
+def fourier_block(X: np.ndarray, W: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Raw Fourier features ``cos(X W + b)`` (without the sqrt(2/M) factor)."""
+    out = project(X, W, out)
+    out += b
+    return np.cos(out, out=out)
+
+
+def relu_block(X: np.ndarray, W: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Raw ReLU features ``max(X W, 0)``."""
+    out = project(X, W, out)
+    return np.maximum(out, 0, out=out)
+
+
+def linear_block(X: np.ndarray, W: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Raw linear sketch ``X W``."""
+    return project(X, W, out)
+
+
+def maxout_block(X: np.ndarray, W: np.ndarray, pieces: int, out: np.ndarray | None = None) -> np.ndarray:
+    """Raw maxout features ``max_j X W_j`` over ``pieces`` groups.
+
+    ``W`` has shape ``(d, M * pieces)`` with the pieces of one feature adjacent
+    (feature-major), so a reshape groups them without copying.
+    """
+    n = X.shape[0]
+    m = W.shape[1] // pieces
+    out = _buffer(out, (n, m), W.dtype)
+    if pieces == 1:
+        return project(X, W, out)
+    proj = project(X, W)
+    np.max(proj.reshape(n, m, pieces), axis=2, out=out)
+    return out
+
+
+def fwht(A: np.ndarray) -> np.ndarray:
+    """Unnormalised fast Walsh-Hadamard transform along the last axis, in place.
+
+    The last axis must have a power-of-two length ``p``; the cost is
+    ``O(n p log p)`` for ``n`` rows. Returns ``A``.
+    """
+    n, p = A.shape
+    if p & (p - 1):
+        raise ValueError(f"fwht needs a power-of-two length, got {p}")
+    h = 1
+    while h < p:
+        view = A.reshape(n, p // (2 * h), 2, h)
+        top = view[:, :, 0, :].copy()
+        bottom = view[:, :, 1, :]
+        view[:, :, 0, :] += bottom
+        np.subtract(top, bottom, out=bottom)
+        h *= 2
+    return A
+
+
+def sorf_project(
+    X: np.ndarray,
+    signs: np.ndarray,
+    n_components: int,
+    bandwidth: float,
+    norms: np.ndarray | None = None,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    """Structured orthogonal projection ``X W`` without forming ``W``.
+
+    Each block of ``p`` output columns is ``x -> (sqrt(p)/sigma) H D1 H D2 H D3 x``
+    with ``H`` the orthonormal Hadamard matrix of order ``p`` (a power of two,
+    inputs zero-padded from ``d``) and ``D_k`` diagonal sign matrices, as in
+    Yu et al. (2016). Applied to rows, ``x^T`` is multiplied by ``D3 H D2 H D1 H``.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+    signs : ndarray of shape (3, n_blocks, p)
+        Rows ``D1, D2, D3`` of +-1 for every block.
+    n_components : int
+        Number of output columns (the last block is truncated).
+    bandwidth : float
+    norms : ndarray of shape (n_components,), optional
+        Per-column factors of the frequency norms. Rows of ``H D1 H D2 H D3``
+        all have norm 1, whereas Gaussian frequencies have chi-distributed
+        norms; without this correction the kernel estimate is biased, badly so
+        for small ``d`` (measured: at d = 7 the error stops falling near 2e-3).
+    out : ndarray of shape (n, n_components), optional
+    """
+    dtype = signs.dtype
+    n, d = X.shape
+    _, n_blocks, p = signs.shape
+    out = _buffer(out, (n, n_components), dtype)
+    # three orthonormal H give p**-1.5; the SORF scale sqrt(p)/sigma leaves 1/(p sigma)
+    factor = np.full(n_components, 1.0 / (p * bandwidth))
+    if norms is not None:
+        factor *= norms
+    factor = factor.astype(dtype)
+    work = np.empty((n, p), dtype=dtype)
+    for k in range(n_blocks):
+        work[:, :d] = X
+        work[:, d:] = 0
+        work *= signs[2, k]
+        fwht(work)
+        work *= signs[1, k]
+        fwht(work)
+        work *= signs[0, k]
+        fwht(work)
+        lo = k * p
+        hi = min(lo + p, n_components)
+        np.multiply(work[:, : hi - lo], factor[lo:hi], out=out[:, lo:hi])
+    return out

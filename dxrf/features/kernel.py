@@ -1,0 +1,151 @@
+"""A fitted feature map reduced to what a worker needs: a small picklable kernel."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from . import blocks
+
+__all__ = ["FeatureKernel", "ACTIVATIONS"]
+
+ACTIVATIONS = ("cos", "relu", "identity", "maxout")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class FeatureKernel:
+    """The parameters of a fitted feature map, as plain arrays.
+
+    ``z(x)_j = scale_j * phi_j(x)`` where the raw feature ``phi_j`` is a
+    projection followed by a pointwise activation (or a max over ``pieces``
+    projections). Kernels are what Dask ships to workers: kilobytes to a few
+    megabytes, never data.
+
+    Parameters
+    ----------
+    activation : {"cos", "relu", "identity", "maxout"}
+    scale : ndarray of shape (M,), float64
+        Per-column scale applied after the activation.
+    W : ndarray of shape (d, M * pieces), optional
+        Projection matrix in the feature dtype (absent for structured maps).
+    b : ndarray of shape (M,), optional
+        Phase offsets of Fourier features.
+    pieces : int
+        Number of pieces of maxout features.
+    signs : ndarray of shape (3, n_blocks, p), optional
+        Diagonal signs of a structured (SORF) projection used instead of ``W``.
+    norms : ndarray of shape (M,), optional
+        Chi-distributed norm factors of a structured projection.
+    bandwidth : float
+        Bandwidth of a structured projection.
+    n_features_in : int
+        Input dimension ``d``.
+    """
+
+    activation: str
+    scale: np.ndarray
+    n_features_in: int
+    W: np.ndarray | None = None
+    b: np.ndarray | None = None
+    pieces: int = 1
+    signs: np.ndarray | None = None
+    norms: np.ndarray | None = None
+    bandwidth: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {ACTIVATIONS}, got {self.activation!r}")
+        if (self.W is None) == (self.signs is None):
+            raise ValueError("exactly one of W and signs must be given")
+
+    # -- shape and type -------------------------------------------------
+    @property
+    def n_components(self) -> int:
+        return int(self.scale.shape[0])
+
+    @property
+    def dtype(self) -> np.dtype:
+        return (self.W if self.W is not None else self.signs).dtype
+
+    @property
+    def nbytes(self) -> int:
+        arrays = (self.scale, self.W, self.b, self.signs, self.norms)
+        return sum(a.nbytes for a in arrays if a is not None)
+
+    # -- evaluation -----------------------------------------------------
+    def raw(self, X: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """Unscaled features of the rows ``X`` (shape ``(n, M)``, kernel dtype)."""
+        X = np.asarray(X)
+        if X.ndim != 2 or X.shape[1] != self.n_features_in:
+            raise ValueError(f"X has shape {X.shape}; the feature map expects {self.n_features_in} columns")
+        if self.signs is not None:
+            out = blocks.sorf_project(X.astype(self.dtype, copy=False), self.signs, self.n_components, self.bandwidth, self.norms, out)
+            if self.activation == "cos":
+                out += self.b
+                np.cos(out, out=out)
+            return out
+        if self.activation == "cos":
+            return blocks.fourier_block(X, self.W, self.b, out)
+        if self.activation == "relu":
+            return blocks.relu_block(X, self.W, out)
+        if self.activation == "maxout":
+            return blocks.maxout_block(X, self.W, self.pieces, out)
+        return blocks.linear_block(X, self.W, out)
+
+    def __call__(self, X: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """Scaled features ``z(X)`` (shape ``(n, M)``, kernel dtype)."""
+        out = self.raw(X, out)
+        out *= self.scale.astype(self.dtype)
+        return out
+
+    # -- derived kernels ------------------------------------------------
+    def dense(self) -> FeatureKernel:
+        """An equivalent kernel with an explicit projection matrix ``W``."""
+        if self.W is not None:
+            return self
+        eye = np.eye(self.n_features_in, dtype=np.float64)
+        norms = None if self.norms is None else self.norms.astype(np.float64)
+        W = blocks.sorf_project(eye, self.signs.astype(np.float64), self.n_components, self.bandwidth, norms)
+        return dataclasses.replace(self, W=W.astype(self.dtype), signs=None, norms=None)
+
+    def subset(self, index: np.ndarray, scales: np.ndarray | None = None) -> FeatureKernel:
+        """Kernel of the columns ``index`` (repetitions allowed), rescaled.
+
+        The new column ``j`` is ``scales[j] * z_{index[j]}``.
+        """
+        index = np.asarray(index, dtype=np.intp)
+        if index.ndim != 1 or index.size == 0:
+            raise ValueError("index must be a non-empty 1-d array of column indices")
+        if index.min() < 0 or index.max() >= self.n_components:
+            raise ValueError(f"index out of range for {self.n_components} features")
+        scales = np.ones(index.size) if scales is None else np.asarray(scales, dtype=np.float64)
+        if scales.shape != index.shape:
+            raise ValueError("scales must have the same length as index")
+        base = self.dense()
+        q = base.pieces
+        W = base.W.reshape(base.n_features_in, -1, q)[:, index, :].reshape(base.n_features_in, -1)
+        return dataclasses.replace(
+            base,
+            W=np.ascontiguousarray(W),
+            b=None if base.b is None else base.b[index].copy(),
+            scale=base.scale[index] * scales,
+        )
+
+    def astype(self, dtype: np.dtype | str) -> FeatureKernel:
+        """The same kernel evaluated in another floating dtype."""
+        dtype = np.dtype(dtype)
+        cast = lambda a: None if a is None else a.astype(dtype)  # noqa: E731
+        return dataclasses.replace(self, W=cast(self.W), b=cast(self.b), signs=cast(self.signs), norms=cast(self.norms))
+
+    def __dask_tokenize__(self) -> tuple:
+        from dask.base import tokenize
+
+        return (
+            "dxrf.FeatureKernel",
+            self.activation,
+            self.n_features_in,
+            self.pieces,
+            self.bandwidth,
+            tokenize(self.scale, self.W, self.b, self.signs, self.norms),
+        )

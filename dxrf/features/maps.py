@@ -1,0 +1,396 @@
+"""Random feature maps as scikit-learn transformers.
+
+Each map draws its random parameters once in ``fit`` (from ``random_state``)
+and maps ``z(x) = M^{-1/2} [phi(x, w_1), ..., phi(x, w_M)]`` so that
+``z(x)^T z(x')`` approximates a kernel ``k(x, x')`` (see ../DESIGN.md).
+NumPy input gives NumPy output; a dask array gives a lazy dask array.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import dask
+import dask.array as da
+import numpy as np
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._validation import check_dask_matrix, check_float_dtype, check_positive_int, is_dask, make_rng
+from . import exact, samplers
+from .kernel import FeatureKernel
+
+__all__ = [
+    "RandomFourierFeatures",
+    "RandomReLUFeatures",
+    "RandomLinearSketch",
+    "RandomMaxoutFeatures",
+    "FOURIER_KERNELS",
+    "SAMPLINGS",
+]
+
+FOURIER_KERNELS = ("gaussian", "laplacian", "cauchy")
+SAMPLINGS = ("iid", "orthogonal", "qmc", "structured")
+
+
+def _apply_kernel(block: np.ndarray, kernel: FeatureKernel) -> np.ndarray:
+    return kernel(block)
+
+
+def apply_kernel(X: np.ndarray | da.Array, kernel: FeatureKernel) -> np.ndarray | da.Array:
+    """Features ``z(X)``: eager for NumPy, a lazy ``map_blocks`` for dask.
+
+    The kernel enters the graph once, as a single delayed value, so its arrays
+    are shipped to each worker once rather than embedded in every task.
+    """
+    if not is_dask(X):
+        return kernel(X)
+    X = check_dask_matrix(X, n_features=kernel.n_features_in)
+    token = dask.base.tokenize(kernel)
+    kernel_key = dask.delayed(kernel, pure=True, name=f"dxrf-kernel-{token}")
+    return X.map_blocks(
+        _apply_kernel,
+        kernel_key,
+        chunks=(X.chunks[0], (kernel.n_components,)),
+        dtype=kernel.dtype,
+        meta=np.empty((0, 0), dtype=kernel.dtype),
+        name=f"dxrf-features-{dask.base.tokenize(X, token)}",
+    )
+
+
+class BaseRandomFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+    """Common machinery of the random feature maps; not for direct use."""
+
+    _scale_factor = 1.0  # phi is scaled by sqrt(_scale_factor / M)
+
+    def __init__(self, n_components: int = 100, *, dtype: str = "float32", random_state: object = None) -> None:
+        self.n_components = n_components
+        self.dtype = dtype
+        self.random_state = random_state
+
+    # -- subclass hooks -------------------------------------------------
+    def _check_params(self) -> None:
+        check_positive_int(self.n_components, "n_components")
+        check_float_dtype(self.dtype)
+
+    def _make_kernel(self, X: np.ndarray | da.Array, rng: np.random.Generator) -> FeatureKernel:
+        raise NotImplementedError
+
+    def kernel_matrix(self, X: np.ndarray, Y: np.ndarray | None = None) -> np.ndarray:
+        """The exact kernel this map approximates, between rows of X and Y."""
+        raise NotImplementedError
+
+    # -- scikit-learn API -----------------------------------------------
+    def _validate_input(self, X: object, reset: bool) -> np.ndarray | da.Array:
+        if is_dask(X):
+            X = check_dask_matrix(X, n_features=None if reset else self.n_features_in_)
+            if reset:
+                self.n_features_in_ = X.shape[1]
+            return X
+        return validate_data(self, X, reset=reset, dtype=[np.float64, np.float32], accept_sparse=False)
+
+    def fit(self, X: np.ndarray | da.Array, y: object = None) -> BaseRandomFeatures:
+        """Draw the random parameters.
+
+        Parameters
+        ----------
+        X : array-like or dask array of shape (n_samples, n_features)
+            Only its number of columns is used, and for ``bandwidth="median"`` a
+            bounded random sample of its rows.
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        self._check_params()
+        X = self._validate_input(X, reset=True)
+        self.kernel_ = self._make_kernel(X, make_rng(self.random_state))
+        self._n_features_out = self.kernel_.n_components
+        return self
+
+    def transform(self, X: np.ndarray | da.Array) -> np.ndarray | da.Array:
+        """Map rows to random features.
+
+        Parameters
+        ----------
+        X : array-like or dask array of shape (n_samples, n_features)
+
+        Returns
+        -------
+        Z : ndarray or dask array of shape (n_samples, n_components)
+            In the map's ``dtype``; lazy for dask input.
+        """
+        check_is_fitted(self, "kernel_")
+        X = self._validate_input(X, reset=False)
+        return apply_kernel(X, self.kernel_)
+
+    def __sklearn_tags__(self):  # noqa: D105
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags.preserves_dtype = []
+        return tags
+
+    @property
+    def components_(self) -> np.ndarray:
+        """The projection matrix ``W`` (d x M, or d x M*pieces for maxout)."""
+        check_is_fitted(self, "kernel_")
+        return self.kernel_.dense().W
+
+    def _scale(self, m: int) -> np.ndarray:
+        return np.full(m, np.sqrt(self._scale_factor / m))
+
+
+def _median_sample(X: np.ndarray | da.Array, rng: np.random.Generator, size: int) -> np.ndarray:
+    """A random sample of at most ``size`` rows, read lazily from dask input."""
+    n = X.shape[0]
+    if n <= size:
+        sample = X
+    else:
+        idx = np.sort(rng.choice(n, size=size, replace=False))
+        sample = X[idx]
+    return np.asarray(sample.compute() if is_dask(sample) else sample, dtype=np.float64)
+
+
+def _resolve_bandwidth(bandwidth: object, X: np.ndarray | da.Array, rng: np.random.Generator, size: int, metric: str) -> float:
+    if isinstance(bandwidth, str):
+        if bandwidth != "median":
+            raise ValueError(f"bandwidth must be a positive number or 'median', got {bandwidth!r}")
+        return samplers.median_distance(_median_sample(X, rng, size), metric)
+    if isinstance(bandwidth, bool) or not isinstance(bandwidth, numbers.Real):
+        raise TypeError(f"bandwidth must be a positive number or 'median', got {bandwidth!r}")
+    if not np.isfinite(bandwidth) or bandwidth <= 0:
+        raise ValueError(f"bandwidth must be a positive finite number, got {bandwidth}")
+    return float(bandwidth)
+
+
+class RandomFourierFeatures(BaseRandomFeatures):
+    """Random Fourier features of a shift-invariant kernel.
+
+    ``phi(x, w) = sqrt(2) cos(w^T x + b)`` with ``w`` drawn from the kernel's
+    spectral law and ``b ~ U[0, 2 pi)``, so that ``z(x)^T z(x')`` is an
+    unbiased estimate of ``k(x, x')`` (Rahimi & Recht, 2007).
+
+    Parameters
+    ----------
+    n_components : int, default=100
+        Number of features ``M``.
+    kernel : {"gaussian", "laplacian", "cauchy"}, default="gaussian"
+        ``exp(-|x-x'|^2 / 2 sigma^2)``, ``exp(-|x-x'|_1 / sigma)`` or
+        ``prod_j 1 / (1 + (x_j - x'_j)^2 / sigma^2)``.
+    bandwidth : float or "median", default=1.0
+        ``sigma``. ``"median"`` takes the median pairwise distance (Euclidean;
+        L1 for the laplacian kernel) of a random sample of ``median_samples``
+        rows.
+    sampling : {"iid", "orthogonal", "qmc", "structured"}, default="iid"
+        How frequencies are drawn: Monte Carlo; orthogonal blocks (ORF,
+        gaussian kernel only); scrambled Sobol points pushed through the inverse
+        CDF of the spectral law (QMC); or structured ``H D1 H D2 H D3`` blocks
+        applied by fast Walsh-Hadamard transforms in ``O(M log d)`` per row
+        (SORF, gaussian kernel only, inputs zero-padded to a power of two;
+        each frequency's norm is redrawn from the chi law of a Gaussian vector,
+        which removes the bias plain SORF has at small ``d``).
+    dtype : {"float32", "float64"}, default="float32"
+        Arithmetic and output type of the features.
+    random_state : int, RandomState, Generator or None
+        Seed of every random draw; an int makes ``fit`` reproducible.
+    median_samples : int, default=1000
+        Rows sampled for ``bandwidth="median"``.
+
+    Attributes
+    ----------
+    kernel_ : FeatureKernel
+        The drawn parameters as plain arrays.
+    bandwidth_ : float
+    offsets_ : ndarray of shape (n_components,)
+    n_features_in_ : int
+
+    References
+    ----------
+    .. [1] A. Rahimi and B. Recht, "Random features for large-scale kernel
+       machines", NeurIPS 2007.
+    .. [2] F. X. Yu et al., "Orthogonal random features", NeurIPS 2016.
+    .. [3] H. Avron et al., "Quasi-Monte Carlo feature maps for
+       shift-invariant kernels", JMLR 17, 2016.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dxrf import RandomFourierFeatures
+    >>> X = np.random.default_rng(0).normal(size=(5, 3))
+    >>> RandomFourierFeatures(64, random_state=0).fit_transform(X).shape
+    (5, 64)
+    """
+
+    _scale_factor = 2.0
+
+    def __init__(
+        self,
+        n_components: int = 100,
+        *,
+        kernel: str = "gaussian",
+        bandwidth: float | str = 1.0,
+        sampling: str = "iid",
+        dtype: str = "float32",
+        random_state: object = None,
+        median_samples: int = 1000,
+    ) -> None:
+        super().__init__(n_components, dtype=dtype, random_state=random_state)
+        self.kernel = kernel
+        self.bandwidth = bandwidth
+        self.sampling = sampling
+        self.median_samples = median_samples
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        if self.kernel not in FOURIER_KERNELS:
+            raise ValueError(f"kernel must be one of {FOURIER_KERNELS}, got {self.kernel!r}")
+        if self.sampling not in SAMPLINGS:
+            raise ValueError(f"sampling must be one of {SAMPLINGS}, got {self.sampling!r}")
+        if self.sampling in ("orthogonal", "structured") and self.kernel != "gaussian":
+            raise ValueError(f"sampling={self.sampling!r} is defined for the gaussian kernel only, not {self.kernel!r}")
+        check_positive_int(self.median_samples, "median_samples")
+
+    def _make_kernel(self, X, rng):
+        d, m = X.shape[1], self.n_components
+        dtype = check_float_dtype(self.dtype)
+        metric = "cityblock" if self.kernel == "laplacian" else "euclidean"
+        self.bandwidth_ = _resolve_bandwidth(self.bandwidth, X, rng, self.median_samples, metric)
+        scale = self._scale(m)
+        if self.sampling == "structured":
+            signs, norms = samplers.structured_signs(rng, d, m)
+            b = samplers.uniform_offsets(rng, m)
+            self.offsets_ = b
+            return FeatureKernel(
+                "cos", scale, d, b=b.astype(dtype), signs=signs.astype(dtype), norms=norms.astype(dtype), bandwidth=self.bandwidth_
+            )
+        if self.sampling == "qmc":
+            W, b = samplers.qmc_frequencies(rng, self.kernel, d, m, self.bandwidth_)
+        else:
+            if self.sampling == "orthogonal":
+                W = samplers.orthogonal_frequencies(rng, d, m, self.bandwidth_)
+            else:
+                W = samplers.iid_frequencies(rng, self.kernel, d, m, self.bandwidth_)
+            b = samplers.uniform_offsets(rng, m)
+        self.offsets_ = b
+        return FeatureKernel("cos", scale, d, W=W.astype(dtype), b=b.astype(dtype))
+
+    def kernel_matrix(self, X, Y=None):
+        check_is_fitted(self, "kernel_")
+        fn = {"gaussian": exact.gaussian_kernel, "laplacian": exact.laplacian_kernel, "cauchy": exact.cauchy_kernel}
+        return fn[self.kernel](X, Y, self.bandwidth_)
+
+
+class RandomReLUFeatures(BaseRandomFeatures):
+    """Random ReLU features ``sqrt(2) max(w^T x, 0)``, ``w ~ N(0, I / sigma^2)``.
+
+    They approximate the arc-cosine kernel of order 1 (Cho & Saul, 2009),
+    ``k(x, x') = |x| |x'| (sin t + (pi - t) cos t) / (pi sigma^2)`` with ``t``
+    the angle between ``x`` and ``x'``.
+
+    Parameters
+    ----------
+    n_components : int, default=100
+    bandwidth : float or "median", default=1.0
+        ``sigma``; it only scales the kernel, since the kernel is homogeneous.
+    dtype : {"float32", "float64"}, default="float32"
+    random_state : int, RandomState, Generator or None
+    median_samples : int, default=1000
+
+    References
+    ----------
+    .. [1] Y. Cho and L. K. Saul, "Kernel methods for deep learning", NeurIPS 2009.
+    """
+
+    _scale_factor = 2.0
+
+    def __init__(
+        self,
+        n_components: int = 100,
+        *,
+        bandwidth: float | str = 1.0,
+        dtype: str = "float32",
+        random_state: object = None,
+        median_samples: int = 1000,
+    ) -> None:
+        super().__init__(n_components, dtype=dtype, random_state=random_state)
+        self.bandwidth = bandwidth
+        self.median_samples = median_samples
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        check_positive_int(self.median_samples, "median_samples")
+
+    def _make_kernel(self, X, rng):
+        d, m = X.shape[1], self.n_components
+        self.bandwidth_ = _resolve_bandwidth(self.bandwidth, X, rng, self.median_samples, "euclidean")
+        W = samplers.iid_frequencies(rng, "gaussian", d, m, self.bandwidth_)
+        return FeatureKernel("relu", self._scale(m), d, W=W.astype(check_float_dtype(self.dtype)))
+
+    def kernel_matrix(self, X, Y=None):
+        check_is_fitted(self, "kernel_")
+        return exact.arccos_kernel(X, Y, self.bandwidth_)
+
+
+class RandomLinearSketch(BaseRandomFeatures):
+    """Gaussian random projection ``z(x) = W^T x / sqrt(M)``, ``W_ij ~ N(0, 1)``.
+
+    An unbiased sketch of the linear kernel ``<x, x'>`` (Johnson-Lindenstrauss).
+
+    Parameters
+    ----------
+    n_components : int, default=100
+    dtype : {"float32", "float64"}, default="float32"
+    random_state : int, RandomState, Generator or None
+    """
+
+    def _make_kernel(self, X, rng):
+        d, m = X.shape[1], self.n_components
+        W = rng.standard_normal((d, m))
+        return FeatureKernel("identity", self._scale(m), d, W=W.astype(check_float_dtype(self.dtype)))
+
+    def kernel_matrix(self, X, Y=None):
+        return exact.linear_kernel(X, Y)
+
+
+class RandomMaxoutFeatures(BaseRandomFeatures):
+    """Random maxout features ``max_{j <= q} w_j^T x``, ``w_j ~ N(0, I)`` i.i.d.
+
+    With ``z(x) = M^{-1/2} [phi_1(x), ..., phi_M(x)]``, ``z(x)^T z(x')``
+    approximates ``|x| |x'| f_q(rho)``, ``rho`` the cosine between ``x`` and
+    ``x'`` and ``f_q(rho) = E[max_j U_j max_j V_j]`` for ``q`` i.i.d. standard
+    bivariate normal pairs with correlation ``rho`` (Mroueh, Rennie & Goel):
+    a locally linear kernel. ``pieces=1`` is exactly :class:`RandomLinearSketch`
+    with the same ``random_state``.
+
+    Parameters
+    ----------
+    n_components : int, default=100
+    pieces : int, default=2
+        ``q``, the number of linear pieces of each feature.
+    dtype : {"float32", "float64"}, default="float32"
+    random_state : int, RandomState, Generator or None
+
+    References
+    ----------
+    .. [1] Y. Mroueh, S. Rennie and V. Goel, "Random maxout features",
+       arXiv:1506.03705, 2015.
+    """
+
+    def __init__(
+        self, n_components: int = 100, *, pieces: int = 2, dtype: str = "float32", random_state: object = None
+    ) -> None:
+        super().__init__(n_components, dtype=dtype, random_state=random_state)
+        self.pieces = pieces
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        check_positive_int(self.pieces, "pieces")
+
+    def _make_kernel(self, X, rng):
+        d, m, q = X.shape[1], self.n_components, self.pieces
+        # one draw of d x (M q), feature-major: with q = 1 this is the linear sketch's draw
+        W = rng.standard_normal((d, m * q))
+        return FeatureKernel("maxout", self._scale(m), d, W=W.astype(check_float_dtype(self.dtype)), pieces=q)
+
+    def kernel_matrix(self, X, Y=None):
+        return exact.maxout_kernel(X, Y, self.pieces)

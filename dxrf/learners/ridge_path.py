@@ -1,0 +1,124 @@
+"""Ridge regression on accumulated statistics: exact solves, penalty paths, validation error.
+
+Objective (DESIGN section 2): ``(1/N) |Y - Z theta - 1 beta^T|^2 + alpha |theta|^2``.
+With an intercept the problem is centred with the feature and target sums, so
+``(C + alpha I) theta = c`` with ``C``, ``c`` the centred covariances (divided
+by N) and ``beta = mean(y) - theta^T mean(z)``. A whole path of penalties
+costs one eigendecomposition of ``C``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import scipy.linalg
+
+from ..stats import FeatureStats
+
+__all__ = ["RidgePath", "ridge_path", "solve_ridge", "mse_from_stats"]
+
+
+def _normal_equations(stats: FeatureStats, fit_intercept: bool) -> tuple[np.ndarray, np.ndarray]:
+    stats._require_targets()
+    if fit_intercept:
+        return stats.covariance(), stats.centered_cross()
+    return stats.gram / stats.n, stats.cross / stats.n
+
+
+def _intercept(stats: FeatureStats, coef: np.ndarray, fit_intercept: bool) -> np.ndarray:
+    if not fit_intercept:
+        return np.zeros(coef.shape[-1])
+    return stats.ysum / stats.n - stats.mean() @ coef
+
+
+def solve_ridge(stats: FeatureStats, alpha: float, fit_intercept: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Exact ridge solution from statistics by a Cholesky factorisation.
+
+    Returns
+    -------
+    coef : ndarray of shape (M, k)
+    intercept : ndarray of shape (k,)
+    """
+    if not np.isfinite(alpha) or alpha < 0:
+        raise ValueError(f"alpha must be a non-negative number, got {alpha}")
+    C, c = _normal_equations(stats, fit_intercept)
+    A = C + alpha * np.eye(C.shape[0])
+    try:
+        coef = scipy.linalg.cho_solve(scipy.linalg.cho_factor(A, lower=True, check_finite=False), c)
+    except np.linalg.LinAlgError:
+        # alpha = 0 with a singular covariance: fall back to the minimum-norm solution
+        coef = scipy.linalg.lstsq(A, c)[0]
+    return coef, _intercept(stats, coef, fit_intercept)
+
+
+def mse_from_stats(stats: FeatureStats, coef: np.ndarray, intercept: np.ndarray) -> np.ndarray:
+    """Mean squared error of ``z^T coef + intercept`` on the rows of ``stats``, per output.
+
+    Exact from the statistics:
+    ``(1/n) sum |y - theta^T z - beta|^2`` expanded into ``yy``, ``cross``,
+    ``gram`` and the sums. ``coef`` may carry a leading path axis
+    (shape ``(P, M, k)``, intercept ``(P, k)``), giving shape ``(P, k)``.
+    """
+    stats._require_targets()
+    coef = np.asarray(coef, dtype=np.float64)
+    intercept = np.asarray(intercept, dtype=np.float64)
+    n = stats.n
+    yy = np.diag(stats.yy)
+    t_cross = np.einsum("...mk,mk->...k", coef, stats.cross)
+    t_gram_t = np.einsum("...mk,mj,...jk->...k", coef, stats.gram, coef)
+    t_sum = np.einsum("...mk,m->...k", coef, stats.sum)
+    sse = yy - 2 * t_cross - 2 * intercept * stats.ysum + t_gram_t + 2 * intercept * t_sum + n * intercept**2
+    return np.maximum(sse, 0.0) / n
+
+
+@dataclasses.dataclass
+class RidgePath:
+    """Ridge solutions for a grid of penalties.
+
+    Attributes
+    ----------
+    alphas : ndarray of shape (P,)
+    coefs : ndarray of shape (P, M, k)
+    intercepts : ndarray of shape (P, k)
+    validation_mse : ndarray of shape (P, k) or None
+    """
+
+    alphas: np.ndarray
+    coefs: np.ndarray
+    intercepts: np.ndarray
+    validation_mse: np.ndarray | None = None
+
+    @property
+    def best_index(self) -> int:
+        if self.validation_mse is None:
+            raise ValueError("no validation statistics were given")
+        return int(np.argmin(self.validation_mse.mean(axis=1)))
+
+
+def ridge_path(
+    stats: FeatureStats,
+    alphas: np.ndarray,
+    validation: FeatureStats | None = None,
+    fit_intercept: bool = True,
+) -> RidgePath:
+    """Ridge solutions for every penalty in ``alphas`` from one eigendecomposition.
+
+    ``theta(alpha) = U diag(1 / (lambda + alpha)) U^T c`` with ``C = U diag(lambda) U^T``.
+    With ``validation`` statistics the exact validation MSE of every solution
+    is returned too.
+    """
+    alphas = np.atleast_1d(np.asarray(alphas, dtype=np.float64))
+    if alphas.ndim != 1 or alphas.size == 0 or not np.all(np.isfinite(alphas)) or np.any(alphas < 0):
+        raise ValueError(f"alphas must be a non-empty 1-d array of non-negative numbers, got {alphas}")
+    C, c = _normal_equations(stats, fit_intercept)
+    evals, U = scipy.linalg.eigh(C, check_finite=False)
+    evals = np.maximum(evals, 0.0)
+    Uc = U.T @ c
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inv = 1.0 / (evals[None, :] + alphas[:, None])  # (P, M)
+    inv[~np.isfinite(inv)] = 0.0  # alpha = 0 on a null direction: minimum-norm solution
+    coefs = np.einsum("mj,pj,jk->pmk", U, inv, Uc)
+    intercepts = np.stack([_intercept(stats, cf, fit_intercept) for cf in coefs])
+    mse = None if validation is None else mse_from_stats(validation, coefs, intercepts)
+    return RidgePath(alphas, coefs, intercepts, mse)

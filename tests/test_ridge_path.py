@@ -1,0 +1,55 @@
+"""Ridge solves from statistics against dense NumPy ridge on explicit features."""
+
+import numpy as np
+import pytest
+
+import dxrf
+from dxrf.learners import mse_from_stats, ridge_path, solve_ridge
+from dxrf.stats import accumulate
+
+
+def dense_ridge(Z, Y, alpha, fit_intercept=True):
+    n = Z.shape[0]
+    if fit_intercept:
+        zm, ym = Z.mean(0), Y.mean(0)
+        Zc, Yc = Z - zm, Y - ym
+    else:
+        zm, ym, Zc, Yc = np.zeros(Z.shape[1]), np.zeros(Y.shape[1]), Z, Y
+    coef = np.linalg.solve(Zc.T @ Zc / n + alpha * np.eye(Z.shape[1]), Zc.T @ Yc / n)
+    return coef, ym - zm @ coef
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_ridge_path_matches_dense_ridge(fit_intercept):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2000, 5))
+    Y = np.column_stack([np.cos(X[:, 0]) + 3.0, X[:, 1] * X[:, 2]]) + 0.05 * rng.normal(size=(2000, 2))
+    fmap = dxrf.RandomFourierFeatures(100, bandwidth=2.0, dtype="float64", random_state=0).fit(X)
+    train, valid = accumulate(X, Y, fmap, split=0.3)
+    mask = dxrf.stats.hashed_split(0, 2000, 0.3)
+    Z = fmap.transform(X)
+    alphas = np.array([1e-6, 1e-4, 1e-2, 1.0])
+    path = ridge_path(train, alphas, valid, fit_intercept=fit_intercept)
+    for i, a in enumerate(alphas):
+        coef, b = dense_ridge(Z[~mask], Y[~mask], a, fit_intercept)
+        assert np.linalg.norm(path.coefs[i] - coef) / np.linalg.norm(coef) < 1e-8
+        assert np.allclose(path.intercepts[i], b, rtol=1e-8, atol=1e-10)
+        c2, b2 = solve_ridge(train, a, fit_intercept)
+        assert np.linalg.norm(c2 - coef) / np.linalg.norm(coef) < 1e-8
+        pred = Z[mask] @ coef + b
+        mse = ((Y[mask] - pred) ** 2).mean(axis=0)
+        np.testing.assert_allclose(path.validation_mse[i], mse, rtol=1e-8)
+        np.testing.assert_allclose(mse_from_stats(valid, coef, b), mse, rtol=1e-8)
+    assert path.best_index in range(4)
+
+
+def test_bad_alphas():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50, 3))
+    stats = accumulate(X, X[:, 0], dxrf.RandomFourierFeatures(10, random_state=0))
+    with pytest.raises(ValueError, match="alphas"):
+        ridge_path(stats, [-1.0])
+    with pytest.raises(ValueError, match="alpha"):
+        solve_ridge(stats, -1.0)
+    with pytest.raises(ValueError, match="without targets"):
+        solve_ridge(accumulate(X, features=dxrf.RandomFourierFeatures(10, random_state=0)), 1.0)

@@ -1,0 +1,258 @@
+"""The one-pass statistics: dense references, chunking, workers, splits, errors."""
+
+from __future__ import annotations
+
+import warnings
+
+import dask.array as da
+import numpy as np
+import pytest
+import zarr
+from distributed import Client, LocalCluster
+
+import dxrf
+from dxrf.stats import FeatureStats, accumulate, block_stats, hashed_split
+
+N, D, K = 3000, 7, 2
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(42)
+    X = rng.normal(size=(N, D))
+    y = np.column_stack([np.sin(X[:, 0]) + 0.1 * rng.normal(size=N), X[:, 1] ** 2])
+    return X, y
+
+
+def dense_stats(Z: np.ndarray, Y: np.ndarray | None) -> dict:
+    """Independent reference: statistics of an explicit float64 feature matrix."""
+    Z = Z.astype(np.float64)
+    ref = {"gram": Z.T @ Z, "sum": Z.sum(axis=0), "n": Z.shape[0]}
+    if Y is not None:
+        Y = Y.reshape(Z.shape[0], -1).astype(np.float64)
+        ref.update(cross=Z.T @ Y, ysum=Y.sum(axis=0), yy=Y.T @ Y)
+    return ref
+
+
+def rel(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.linalg.norm(a - b) / np.linalg.norm(b))
+
+
+def assert_stats_close(stats: FeatureStats, ref: dict, tol: float) -> None:
+    assert stats.n == ref["n"]
+    for field in ("gram", "sum", "cross", "ysum", "yy"):
+        if field in ref:
+            assert rel(getattr(stats, field), ref[field]) <= tol, field
+
+
+MAPS = {
+    "fourier-iid": lambda dt: dxrf.RandomFourierFeatures(150, bandwidth=2.5, dtype=dt, random_state=1),
+    "fourier-structured": lambda dt: dxrf.RandomFourierFeatures(150, bandwidth=2.5, sampling="structured", dtype=dt, random_state=1),
+    "fourier-laplacian-qmc": lambda dt: dxrf.RandomFourierFeatures(150, kernel="laplacian", bandwidth=4.0, sampling="qmc", dtype=dt, random_state=1),
+    "relu": lambda dt: dxrf.RandomReLUFeatures(150, dtype=dt, random_state=1),
+    "linear": lambda dt: dxrf.RandomLinearSketch(40, dtype=dt, random_state=1),
+    "maxout": lambda dt: dxrf.RandomMaxoutFeatures(150, pieces=3, dtype=dt, random_state=1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MAPS))
+@pytest.mark.parametrize("dtype,tol", [("float64", 1e-10), ("float32", 1e-5)])
+def test_accumulate_equals_dense_numpy(data, name, dtype, tol):
+    X, y = data
+    fmap = MAPS[name](dtype).fit(X)
+    ref = dense_stats(fmap.transform(X), y)
+    # NumPy path, and dask path with tiles that straddle chunk boundaries
+    assert_stats_close(accumulate(X, y, fmap), ref, tol)
+    Xd = da.from_array(X, chunks=(701, D))
+    assert_stats_close(accumulate(Xd, da.from_array(y, chunks=(500, K)), fmap, tile_rows=256), ref, tol)
+
+
+def test_accumulate_without_targets(data):
+    X, _ = data
+    fmap = dxrf.RandomFourierFeatures(50, bandwidth=2.0, dtype="float64", random_state=0).fit(X)
+    stats = accumulate(da.from_array(X, chunks=(1000, D)), features=fmap)
+    assert stats.cross is None and stats.n_targets is None
+    assert_stats_close(stats, dense_stats(fmap.transform(X), None), 1e-12)
+
+
+def test_normalised_gram_has_unit_trace_for_fourier(data):
+    X, _ = data
+    stats = accumulate(X, features=dxrf.RandomFourierFeatures(400, bandwidth=2.0, dtype="float64", random_state=0))
+    # E[z(x)^T z(x)] = k(x, x) = 1 for a shift-invariant kernel
+    assert abs(np.trace(stats.normalized_gram()) - 1.0) < 0.05
+
+
+def test_unfitted_map_is_fitted_on_X(data):
+    X, y = data
+    fmap = dxrf.RandomFourierFeatures(30, bandwidth="median", dtype="float64", random_state=3)
+    stats = accumulate(X, y, fmap)
+    assert hasattr(fmap, "kernel_")
+    assert_stats_close(stats, dense_stats(fmap.transform(X), y), 1e-12)
+
+
+def test_kernel_object_is_accepted(data):
+    X, y = data
+    fmap = dxrf.RandomReLUFeatures(20, dtype="float64", random_state=0).fit(X)
+    a = accumulate(X, y, fmap.kernel_)
+    b = accumulate(X, y, fmap)
+    np.testing.assert_array_equal(a.gram, b.gram)
+
+
+# -- splits ------------------------------------------------------------------------
+
+
+def test_hashed_split_is_chunking_invariant_and_has_the_right_fraction():
+    whole = hashed_split(0, 100_000, 0.2, seed=7)
+    pieces = np.concatenate([hashed_split(a, b, 0.2, seed=7) for a, b in [(0, 333), (333, 5000), (5000, 100_000)]])
+    np.testing.assert_array_equal(whole, pieces)
+    assert abs(whole.mean() - 0.2) < 0.01
+    assert not np.array_equal(whole, hashed_split(0, 100_000, 0.2, seed=8))
+
+
+@pytest.mark.parametrize("kind", ["fraction", "dask-mask", "numpy-mask"])
+def test_train_plus_validation_equals_unsplit(data, kind):
+    X, y = data
+    fmap = dxrf.RandomFourierFeatures(80, bandwidth=2.0, dtype="float64", random_state=0).fit(X)
+    Xd = da.from_array(X, chunks=(900, D))
+    mask = np.random.default_rng(0).random(N) < 0.3
+    split = {"fraction": 0.25, "dask-mask": da.from_array(mask, chunks=400), "numpy-mask": mask}[kind]
+    train, valid = accumulate(Xd, y, fmap, split=split)
+    whole = accumulate(Xd, y, fmap)
+    assert train.n + valid.n == N
+    assert_stats_close(train + valid, dense_stats(fmap.transform(X), y), 1e-12)
+    assert rel((train + valid).gram, whole.gram) <= 1e-12
+    if kind != "fraction":
+        assert valid.n == mask.sum()
+        Z = fmap.transform(X)
+        assert_stats_close(valid, dense_stats(Z[mask], y[mask]), 1e-12)
+    else:
+        m = hashed_split(0, N, 0.25, seed=0)
+        assert_stats_close(valid, dense_stats(fmap.transform(X)[m], y[m]), 1e-12)
+
+
+def test_numpy_and_dask_hashed_splits_agree(data):
+    X, y = data
+    fmap = dxrf.RandomFourierFeatures(30, bandwidth=2.0, dtype="float64", random_state=0).fit(X)
+    a = accumulate(X, y, fmap, split=0.4, split_seed=5)
+    b = accumulate(da.from_array(X, chunks=(333, D)), y, fmap, split=0.4, split_seed=5)
+    assert a[1].n == b[1].n
+    assert rel(a[1].gram, b[1].gram) <= 1e-12
+
+
+# -- FeatureStats algebra -------------------------------------------------------------
+
+
+def test_feature_stats_monoid_and_subset(data):
+    X, y = data
+    fmap = dxrf.RandomFourierFeatures(60, bandwidth=2.0, dtype="float64", random_state=0).fit(X)
+    a = accumulate(X[:1000], y[:1000], fmap)
+    b = accumulate(X[1000:], y[1000:], fmap)
+    whole = accumulate(X, y, fmap)
+    assert rel((a + b).gram, whole.gram) < 1e-13
+    assert rel(sum([a, b]).cross, whole.cross) < 1e-13
+    assert rel((FeatureStats.zeros(60, 2) + whole).yy, whole.yy) == 0
+    idx = np.array([3, 3, 10, 59, 0])
+    scales = np.array([0.5, 2.0, 1.0, -1.5, 3.0])
+    Z = fmap.transform(X)[:, idx] * scales
+    assert_stats_close(whole.subset(idx, scales), dense_stats(Z, y), 1e-12)
+    Zfull = fmap.transform(X)
+    np.testing.assert_allclose(whole.normalized_gram(), Zfull.T @ Zfull / N, rtol=1e-12)
+    with pytest.raises(ValueError, match="cannot add"):
+        a + FeatureStats.zeros(5)
+    with pytest.raises(ValueError, match="index out of range"):
+        whole.subset([60])
+
+
+# -- input handling ---------------------------------------------------------------
+
+
+def test_column_chunked_X_is_rechunked_with_a_warning(data):
+    X, y = data
+    fmap = dxrf.RandomFourierFeatures(40, bandwidth=2.0, dtype="float64", random_state=0).fit(X)
+    Xd = da.from_array(X, chunks=(1000, 3))
+    with pytest.warns(UserWarning, match="chunked along its columns"):
+        stats = accumulate(Xd, y, fmap)
+    assert_stats_close(stats, dense_stats(fmap.transform(X), y), 1e-12)
+
+
+def test_bad_inputs_raise_clear_errors(data):
+    X, y = data
+    fmap = dxrf.RandomFourierFeatures(10, bandwidth=2.0, random_state=0).fit(X)
+    Xd = da.from_array(X, chunks=(1000, D))
+    with pytest.raises(ValueError, match="features is required"):
+        accumulate(X, y)
+    with pytest.raises(ValueError, match="y has 10 rows"):
+        accumulate(Xd, y[:10], fmap)
+    with pytest.raises(ValueError, match="y has 10 rows"):
+        accumulate(X, y[:10], fmap)
+    with pytest.raises(ValueError, match="split must be a fraction"):
+        accumulate(Xd, y, fmap, split=1.5)
+    with pytest.raises(TypeError, match="boolean"):
+        accumulate(Xd, y, fmap, split=np.zeros(N))
+    with pytest.raises(ValueError, match="expects 7 columns|has 3 features"):
+        accumulate(da.from_array(X[:, :3], chunks=(1000, 3)), features=fmap)
+    bad = X.copy()
+    bad[1234, 2] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinity .*row 1234"):
+        accumulate(da.from_array(bad, chunks=(1000, D)), features=fmap)
+    with pytest.raises(TypeError, match="feature map"):
+        accumulate(X, features=object())
+
+
+def test_block_stats_is_a_pure_numpy_function(data):
+    X, y = data
+    fmap = dxrf.RandomFourierFeatures(30, bandwidth=2.0, dtype="float64", random_state=0).fit(X)
+    mask = np.arange(N) % 3 == 0
+    train, valid = block_stats(X, y, fmap.kernel_, mask, tile_rows=100)
+    Z = fmap.transform(X)
+    assert_stats_close(train, dense_stats(Z[~mask], y[~mask]), 1e-12)
+    assert_stats_close(valid, dense_stats(Z[mask], y[mask]), 1e-12)
+
+
+# -- on real clusters, from zarr on disk ---------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def zarr_data(tmp_path_factory, data):
+    X, y = data
+    root = tmp_path_factory.mktemp("zarr")
+    paths = {}
+    for rows in (250, 1000, 1777):
+        path = root / f"X-{rows}.zarr"
+        arr = zarr.create_array(str(path), shape=X.shape, chunks=(rows, D), dtype="float64")
+        arr[:] = X
+        paths[rows] = str(path)
+    ypath = root / "y.zarr"
+    yarr = zarr.create_array(str(ypath), shape=y.shape, chunks=(500, K), dtype="float64")
+    yarr[:] = y
+    return paths, str(ypath)
+
+
+def _cluster_stats(n_workers: int, zarr_data, fmap, dtype_tol_fields=None):
+    paths, ypath = zarr_data
+    out = {}
+    with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        with Client(cluster):
+            for rows, path in paths.items():
+                X = da.from_zarr(path)
+                y = da.from_zarr(ypath)
+                out[rows] = accumulate(X, y, fmap, split=0.2)
+    return out
+
+
+@pytest.mark.parametrize("dtype,tol", [("float64", 1e-12), ("float32", 1e-6)])
+def test_same_result_across_chunkings_and_worker_counts(data, zarr_data, dtype, tol):
+    """float64 features agree to float64 rounding; float32 ones to float32 rounding of a tile
+    (tiles follow chunk boundaries). For one chunking the result is bitwise identical
+    whatever the number of workers: the reduction tree is fixed by the graph."""
+    X, y = data
+    fmap = dxrf.RandomFourierFeatures(120, bandwidth=2.0, dtype=dtype, random_state=0).fit(X)
+    two = _cluster_stats(2, zarr_data, fmap)
+    one = _cluster_stats(1, zarr_data, fmap)
+    ref = accumulate(X, y, fmap, split=0.2)
+    for rows in two:
+        for part in (0, 1):
+            for field in ("gram", "sum", "cross"):
+                assert rel(getattr(two[rows][part], field), getattr(ref[part], field)) <= tol
+            np.testing.assert_array_equal(two[rows][part].gram, one[rows][part].gram)
+            np.testing.assert_array_equal(two[rows][part].cross, one[rows][part].cross)

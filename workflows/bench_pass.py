@@ -1,0 +1,117 @@
+"""Benchmark: throughput of one statistics pass against the BLAS (syrk) bound.
+
+The pass is a projection, a cosine and a symmetric rank-k update per tile, so
+its cost is dominated by the ``N * M0^2`` flops of the Gram. The bound is the
+time NumPy/SciPy's ``syrk`` takes for the same flops on one in-memory block
+with all cores, measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+DESCRIPTION = "statistics-pass throughput vs the syrk bound, in memory and from zarr"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--n-rows", type=float, default=1e6, help="rows N (default 1e6)")
+    parser.add_argument("--n-features", type=int, default=90, help="input columns d (default 90)")
+    parser.add_argument("--m0", type=int, nargs="+", default=[2000], help="feature counts M0 (default 2000)")
+    parser.add_argument("--dtype", nargs="+", default=["float32"], choices=["float32", "float64"])
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--chunk-rows", type=int, default=50_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--no-zarr", action="store_true", help="skip the from-zarr variant")
+    parser.add_argument("--workdir", default=None, help="where to write the zarr copy (default: a temp dir)")
+    parser.add_argument("--out", default="results", help="results folder")
+
+
+def _syrk_rate(m: int, dtype: str, rows: int, repeats: int) -> float:
+    from scipy.linalg import blas
+
+    from ._common import median_time
+
+    rng = np.random.default_rng(0)
+    Z = np.cos(rng.standard_normal((rows, m))).astype(dtype)
+    syrk = blas.ssyrk if dtype == "float32" else blas.dsyrk
+    c = np.zeros((m, m), dtype=dtype, order="F")
+    syrk(1.0, Z.T, beta=0.0, c=c, overwrite_c=1)  # warm up
+    t, _, _ = median_time(lambda: syrk(1.0, Z.T, beta=0.0, c=c, overwrite_c=1), repeats)
+    return rows * m * m / t
+
+
+def run(args: argparse.Namespace) -> dict:
+    import dask.array as da
+    from distributed import Client, LocalCluster, wait
+
+    import dxrf
+
+    from ._common import median_time, table, write_results
+
+    n = int(args.n_rows)
+    d = args.n_features
+    rows = []
+    results = {"n_rows": n, "n_features": d, "workers": args.workers, "chunk_rows": args.chunk_rows, "runs": []}
+    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="dxrf-bench-"))
+    from dxrf.cluster import scheduler_address
+
+    address = scheduler_address(getattr(args, "scheduler", None))
+    if address:
+        cluster, client = None, Client(address)
+    else:
+        cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=None)
+        client = Client(cluster)
+    try:
+        X = da.random.default_rng(0).standard_normal((n, d), chunks=(args.chunk_rows, d), dtype=np.float32)
+        X = client.persist(X)
+        wait(X)
+        zpath = workdir / "X.zarr"
+        if not args.no_zarr:
+            t0 = time.perf_counter()
+            da.to_zarr(X, str(zpath), overwrite=True)
+            results["zarr_write_s"] = time.perf_counter() - t0
+        for dtype in args.dtype:
+            for m0 in args.m0:
+                rate = _syrk_rate(m0, dtype, rows=20_000, repeats=args.repeats + 2)
+                bound = n * m0 * m0 / rate
+                fmap = dxrf.RandomFourierFeatures(m0, bandwidth=float(np.sqrt(d)), dtype=dtype, random_state=0).fit(
+                    np.zeros((1, d))
+                )
+                variants = [("in memory", X)]
+                if not args.no_zarr:
+                    variants.append(("zarr on disk", da.from_zarr(str(zpath))))
+                for label, data in variants:
+                    dxrf.accumulate(data[: args.chunk_rows * args.workers], features=fmap)  # warm workers
+                    t, times, stats = median_time(lambda: dxrf.accumulate(data, features=fmap), args.repeats)
+                    assert stats.n == n
+                    ratio = bound / t
+                    rows.append([label, dtype, m0, t, n * m0 * m0 / t / 1e9, bound, ratio])
+                    results["runs"].append(
+                        {
+                            "variant": label,
+                            "dtype": dtype,
+                            "m0": m0,
+                            "median_s": t,
+                            "times_s": times,
+                            "syrk_gflops_bound": rate / 1e9,
+                            "bound_s": bound,
+                            "ratio_to_bound": ratio,
+                        }
+                    )
+                    print(f"  {label:12s} {dtype} M0={m0}: {t:.2f} s (bound {bound:.2f} s, ratio {ratio:.3f})", flush=True)
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+        if args.workdir is None:
+            shutil.rmtree(workdir, ignore_errors=True)
+    md = table(["variant", "dtype", "M0", "median s", "GFLOP/s (N·M0²)", "syrk bound s", "bound / time"], rows)
+    print(md)
+    write_results(args.out, "bench-pass", results, md)
+    return results
