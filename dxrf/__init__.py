@@ -13,6 +13,17 @@ from .features import (
     RandomReLUFeatures,
 )
 from .options import get_options, options, set_options
+from .selection import (
+    EnergyScoreSelector,
+    KernelAlignmentSelector,
+    LeverageScoreSampler,
+    degrees_of_freedom,
+    gram_spectrum,
+    leverage_diagnostics,
+    leverage_scores,
+    select_features,
+    suggested_n_components,
+)
 from .stats import FeatureStats, accumulate
 
 __version__ = "0.1.0"
@@ -25,6 +36,15 @@ __all__ = [
     "RandomMaxoutFeatures",
     "RandomReLUFeatures",
     "accumulate",
+    "LeverageScoreSampler",
+    "EnergyScoreSelector",
+    "KernelAlignmentSelector",
+    "leverage_scores",
+    "degrees_of_freedom",
+    "suggested_n_components",
+    "leverage_diagnostics",
+    "gram_spectrum",
+    "select_features",
     "get_options",
     "options",
     "set_options",

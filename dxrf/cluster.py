@@ -34,7 +34,7 @@ def get_client(
     *,
     n_workers: int | None = None,
     memory_limit: int | str | None = None,
-    dashboard_address: str | None = ":0",
+    dashboard_address: str = ":0",
     security: object = None,
 ):
     """A ``distributed.Client`` on a remote scheduler or an embedded local cluster.
@@ -53,9 +53,10 @@ def get_client(
         Embedded cluster only: memory limit of each worker (default: 80% of
         the machine's memory shared among the workers). Workers spill to disk
         beyond Dask's thresholds instead of dying.
-    dashboard_address : str or None, default ":0"
+    dashboard_address : str, default ":0"
         Embedded cluster only: where to serve the dashboard (``":0"`` picks a
-        free port; ``None`` disables it). ``client.dashboard_link`` gives the URL.
+        free port, ``":8787"`` is Dask's usual one). ``client.dashboard_link``
+        gives the URL.
     security : distributed.Security, optional
         TLS settings; by default taken from Dask's configuration
         (``distributed.comm.tls.*``), so ``tls://`` addresses work when the

@@ -186,7 +186,8 @@ class RandomFourierFeatures(BaseRandomFeatures):
         gaussian kernel only); scrambled Sobol points pushed through the inverse
         CDF of the spectral law (QMC); or structured ``H D1 H D2 H D3`` blocks
         applied by fast Walsh-Hadamard transforms in ``O(M log d)`` per row
-        (SORF, gaussian kernel only, inputs zero-padded to a power of two;
+        (SORF, gaussian kernel only, inputs zero-padded to a power of two of
+        at least 32, since smaller Hadamard orders give too few directions;
         each frequency's norm is redrawn from the chi law of a Gaussian vector,
         which removes the bias plain SORF has at small ``d``).
     dtype : {"float32", "float64"}, default="float32"

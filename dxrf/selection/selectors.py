@@ -1,0 +1,587 @@
+"""Data-dependent random feature selectors as scikit-learn transformers.
+
+Each selector draws ``M0`` candidate features from a base feature map, makes
+ONE pass over the data to accumulate the candidates' statistics
+(:func:`dxrf.accumulate`: Gram, and the cross statistic with targets), and
+selects ``M`` of them by dense algebra on those statistics
+(:func:`dxrf.selection.select_features`). The fitted selector is a feature
+map: ``transform`` evaluates the selected, rescaled candidates lazily on dask
+input. Its ``candidate_stats_`` and ``stats_`` let learners fit on the
+candidates or on the selection without another pass.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import dask.array as da
+import numpy as np
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, clone
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._validation import check_dask_matrix, is_dask, make_rng
+from ..features.kernel import FeatureKernel
+from ..features.maps import RandomFourierFeatures, apply_kernel
+from ..stats import FeatureStats, accumulate
+from .leverage import LAM_CONVENTIONS, LeverageDiagnostics, _check_lam, _normalize_lams, gram_spectrum, leverage_diagnostics
+from .select import METHODS, Selection, alignment_scores, energy_scores, select_features
+
+__all__ = ["LeverageScoreSampler", "EnergyScoreSelector", "KernelAlignmentSelector", "TASKS"]
+
+TASKS = ("auto", "regression", "classification")
+
+# entropy mixed with an int random_state for the selector's own draws, so that
+# they are independent of the candidate draw seeded by the same int
+_DRAW_SALT = 0x64787266
+
+
+def _split_random_state(random_state: object) -> tuple[object, np.random.Generator]:
+    """(seed for the base map or None, generator for the selection draws)."""
+    if random_state is None:
+        return None, np.random.default_rng()
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        return int(random_state), np.random.default_rng([int(random_state), _DRAW_SALT])
+    rng = make_rng(random_state)
+    return rng, rng
+
+
+def _take_rows(a: object, idx: np.ndarray) -> object:
+    if a is None:
+        return None
+    return a[idx] if is_dask(a) else np.asarray(a)[idx]
+
+
+class _BaseSelector(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+    """Shared machinery: candidates, the one pass, the selected kernel."""
+
+    _supervised = False
+
+    # -- parameters -------------------------------------------------------------
+    def _resolve_sizes(self, method: str) -> tuple[int, int]:
+        m = self.n_components
+        if isinstance(m, bool) or not isinstance(m, numbers.Integral) or m <= 0:
+            raise ValueError(f"n_components must be a positive integer, got {m!r}")
+        m0 = 10 * int(m) if self.n_candidates is None else self.n_candidates
+        if isinstance(m0, bool) or not isinstance(m0, numbers.Integral) or m0 <= 0:
+            raise ValueError(f"n_candidates must be a positive integer or None, got {m0!r}")
+        if method == "top" and m > m0:
+            raise ValueError(
+                f"n_components={m} exceeds n_candidates={m0}: method='top' keeps distinct candidates, "
+                "so n_components must be <= n_candidates"
+            )
+        return int(m), int(m0)
+
+    def _check_method(self) -> None:
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
+
+    # -- input ------------------------------------------------------------------
+    def _validate_X(self, X: object, reset: bool) -> np.ndarray | da.Array:
+        if is_dask(X):
+            X = check_dask_matrix(X, n_features=None if reset else self.n_features_in_)
+            if reset:
+                self.n_features_in_ = X.shape[1]
+            return X
+        return validate_data(self, X, reset=reset, dtype=[np.float64, np.float32], accept_sparse=False)
+
+    # -- the pass ---------------------------------------------------------------
+    def _fit_candidates(
+        self, X: np.ndarray | da.Array, Y: object, m0: int, base_seed: object, rows: np.ndarray | None = None
+    ) -> tuple[object, FeatureStats]:
+        """Fit the base map on all of X; accumulate over ``rows`` (default all)."""
+        base = RandomFourierFeatures() if self.base is None else self.base
+        if not hasattr(base, "fit") or "n_components" not in base.get_params(deep=False):
+            raise TypeError(f"base must be a dxrf feature map such as RandomFourierFeatures(), got {base!r}")
+        base = clone(base)
+        base.set_params(n_components=m0)
+        params = base.get_params(deep=False)
+        if base_seed is not None and "random_state" in params and params["random_state"] is None:
+            base.set_params(random_state=base_seed)
+        base.fit(X)
+        if not isinstance(getattr(base, "kernel_", None), FeatureKernel):
+            raise TypeError(f"base must be a dxrf feature map with a fitted kernel_, got {type(base).__name__}")
+        # a bandwidth estimated from a row sample reads X once more (random
+        # rows touch most chunks), so it is counted as a pass
+        self.n_passes_ = 1 + int(isinstance(getattr(base, "bandwidth", None), str))
+        if rows is not None:
+            X, Y = _take_rows(X, rows), _take_rows(Y, rows)
+        stats = accumulate(X, Y, features=base.kernel_)
+        return base, stats
+
+    def _set_selection(self, base: object, stats: FeatureStats, selection: Selection) -> None:
+        self.candidates_ = base
+        self.candidate_stats_ = stats
+        self.selected_ = selection.selected
+        self.scales_ = selection.scales
+        self.weights_ = selection.weights
+        self.kernel_ = base.kernel_.subset(selection.selected, selection.scales)
+        self.stats_ = stats.subset(selection.selected, selection.scales)
+        self._n_features_out = int(selection.selected.size)
+
+    # -- transform ----------------------------------------------------------------
+    def transform(self, X: np.ndarray | da.Array) -> np.ndarray | da.Array:
+        """The selected, scaled features ``z(X)``.
+
+        Parameters
+        ----------
+        X : array-like or dask array of shape (n_samples, n_features)
+
+        Returns
+        -------
+        Z : ndarray or dask array of shape (n_samples, n_components)
+            In the base map's dtype; a lazy dask array for dask input.
+        """
+        check_is_fitted(self, "kernel_")
+        X = self._validate_X(X, reset=False)
+        return apply_kernel(X, self.kernel_)
+
+    def __sklearn_tags__(self):  # noqa: D105
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags.preserves_dtype = []
+        if self._supervised:
+            tags.target_tags.required = True
+        return tags
+
+
+class LeverageScoreSampler(_BaseSelector):
+    """Random features sampled by empirical ridge leverage scores (ELSS).
+
+    ``M0`` candidates ``w~_i`` are drawn from ``base``; one pass accumulates
+    their normalised Gram ``G = (1/N) sum_n z~(x_n) z~(x_n)^T`` (trace about 1);
+    the leverage weights are ``q^_i = Q_ii / tr Q`` with ``Q = G (G + lam I)^{-1}``.
+
+    - ``method="sample"`` (Algorithm 1): ``M`` indices ``m_j`` i.i.d. from
+      ``q^``, ``z_j(x) = phi(x, w~_{m_j}) / sqrt(M M0 q^_{m_j})``, an unbiased
+      estimate of the candidate kernel ``z~(x)^T z~(x')``.
+    - ``method="top"`` (Algorithm 2): the ``M`` largest ``q^_i``,
+      ``z_j(x) = phi(x, w~_{i_j}) / sqrt(M)``.
+
+    Here ``phi`` is the candidate feature without the ``M0^{-1/2}`` factor
+    (``sqrt(2) cos(w^T x + b)`` for Fourier features). As ``lam -> 0`` with a
+    full-rank ``G`` the weights become uniform (plain random features).
+
+    Parameters
+    ----------
+    n_components : int, default=100
+        ``M``, the number of selected features.
+    n_candidates : int, optional
+        ``M0``, the number of candidates; default ``10 * n_components``.
+    lam : float, default=1e-3
+        Ridge penalty of the leverage scores, on the scale of ``G``.
+    method : {"sample", "top"}, default="sample"
+    lam_convention : {"normalized", "unnormalized"}, default="normalized"
+        ``"unnormalized"`` reads ``lam`` as the penalty ``mu`` added to the
+        unnormalised Gram ``N G = sum_n z~ z~^T``: the ``n lam`` of the
+        leverage-weighted RFF of Li, Ton, Oglic & Sejdinovic, whose weights are
+        ``[Z^T Z ((1/M0) Z^T Z + n lam I)^{-1}]_ii`` for the ``N x M0`` matrix
+        ``Z`` of unnormalised features ``phi``. Then ``lam_ = mu / N`` (``N``
+        the rows of the Gram, i.e. ``n_samples`` when given), and their
+        ``lam`` is the same number as ``lam_``. Both spellings give identical
+        weights.
+    n_samples : int, optional
+        ``N0``: accumulate the Gram over a uniformly random subset of ``N0``
+        distinct rows (Algorithm 1's input) instead of all ``N``; at most ``N``.
+    base : feature map, optional
+        The candidate map, cloned with ``n_components=n_candidates``; default
+        ``RandomFourierFeatures()`` (gaussian kernel, bandwidth 1).
+    random_state : int, RandomState, Generator or None
+        Seeds the candidates (passed to ``base`` when ``base`` has no
+        ``random_state`` of its own; an int gives the same candidates as
+        ``RandomFourierFeatures(n_candidates, random_state=...)``), the row
+        subsample and the draws of ``"sample"``.
+
+    Attributes
+    ----------
+    candidates_ : feature map
+        The fitted base map with ``M0`` components (its ``kernel_`` is the
+        candidate kernel).
+    candidate_stats_ : FeatureStats
+        One-pass statistics of the candidates (with targets when ``fit`` got
+        ``y``), reusable by learners: selection plus a ridge fit is one pass.
+    weights_ : ndarray of shape (M0,)
+        ``q^``.
+    dof_ : float
+        ``d_lam = tr Q``.
+    lam_ : float
+        The penalty on the normalised scale.
+    selected_ : ndarray of int, shape (M,)
+        Candidate indices, repeated for ``"sample"`` (in draw order), in
+        decreasing weight for ``"top"``.
+    scales_ : ndarray of shape (M,)
+        Factor of each selected candidate column ``z~``:
+        ``1 / sqrt(M q^_i)`` for ``"sample"``, ``sqrt(M0 / M)`` for ``"top"``.
+    kernel_ : FeatureKernel
+        ``candidates_.kernel_.subset(selected_, scales_)``.
+    stats_ : FeatureStats
+        ``candidate_stats_.subset(selected_, scales_)``: the statistics of the
+        selected features, exact, without another pass.
+    n_samples_ : int
+        Rows the statistics were accumulated over.
+    n_passes_ : int
+        Reads of ``X`` made by ``fit``: 1 (the statistics pass), plus 1 when the
+        base map estimated ``bandwidth="median"`` from a random row sample
+        (a small computation, but its random rows touch most chunks).
+    n_features_in_ : int
+
+    See Also
+    --------
+    dxrf.selection.leverage_scores, dxrf.selection.select_features
+
+    References
+    ----------
+    .. [1] S. Shahrampour and S. Kolouri, "On sampling random features from
+       empirical leverage scores: implementation and theoretical guarantees",
+       arXiv:1903.08329, 2019.
+    .. [2] Z. Li, J.-F. Ton, D. Oglic and D. Sejdinovic, "Towards a unified
+       analysis of random Fourier features", ICML 2019.
+    .. [3] F. Bach, "On the equivalence between kernel quadrature rules and
+       random feature expansions", JMLR 18(21), 2017.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dxrf.selection import LeverageScoreSampler
+    >>> X = np.random.default_rng(0).normal(size=(200, 3))
+    >>> sel = LeverageScoreSampler(20, lam=1e-3, random_state=0).fit(X)
+    >>> sel.transform(X).shape, sel.weights_.shape
+    ((200, 20), (200,))
+    """
+
+    def __init__(
+        self,
+        n_components: int = 100,
+        *,
+        n_candidates: int | None = None,
+        lam: float = 1e-3,
+        method: str = "sample",
+        lam_convention: str = "normalized",
+        n_samples: int | None = None,
+        base: object = None,
+        random_state: object = None,
+    ) -> None:
+        self.n_components = n_components
+        self.n_candidates = n_candidates
+        self.lam = lam
+        self.method = method
+        self.lam_convention = lam_convention
+        self.n_samples = n_samples
+        self.base = base
+        self.random_state = random_state
+
+    def fit(self, X: np.ndarray | da.Array, y: object = None) -> LeverageScoreSampler:
+        """Draw candidates, accumulate their Gram in one pass, select by leverage.
+
+        Parameters
+        ----------
+        X : array-like or dask array of shape (n_samples, n_features)
+        y : array-like or dask array of shape (n_samples,) or (n_samples, k), optional
+            Not used by the selection; when given it is accumulated into
+            ``candidate_stats_`` (in the same pass) for later learners.
+
+        Returns
+        -------
+        self
+        """
+        self._check_method()
+        m, m0 = self._resolve_sizes(self.method)
+        if self.lam_convention not in LAM_CONVENTIONS:
+            raise ValueError(f"lam_convention must be one of {LAM_CONVENTIONS}, got {self.lam_convention!r}")
+        if np.ndim(self.lam) != 0:
+            raise ValueError(f"lam must be a single positive number, got {self.lam!r}")
+        lams, _ = _check_lam(self.lam)
+        X = self._validate_X(X, reset=True)
+        n = int(X.shape[0])
+        n0 = self.n_samples
+        if n0 is not None:
+            if isinstance(n0, bool) or not isinstance(n0, numbers.Integral) or n0 <= 0:
+                raise ValueError(f"n_samples must be a positive integer or None, got {n0!r}")
+            if n0 > n:
+                raise ValueError(f"n_samples={n0} exceeds the number of rows of X (N={n})")
+        base_seed, rng = _split_random_state(self.random_state)
+        rows = None
+        if n0 is not None and n0 < n:
+            # the base map (and a median bandwidth) is fitted on all of X, the
+            # statistics over N0 distinct random rows
+            rows = np.sort(rng.choice(n, size=int(n0), replace=False))
+        base, stats = self._fit_candidates(X, y, m0, base_seed, rows)
+        spectrum = gram_spectrum(stats)
+        self.lam_ = float(_normalize_lams(lams, self.lam_convention, spectrum, None)[0])
+        selection = select_features(stats, m, criterion="leverage", method=self.method, lam=self.lam_, random_state=rng, spectrum=spectrum)
+        self.dof_ = float(spectrum.trace_q(np.array([self.lam_]))[0])
+        self.n_samples_ = int(stats.n)
+        self._set_selection(base, stats, selection)
+        return self
+
+    def diagnostics(self, lams: np.ndarray | float | None = None, *, bins: int = 50, delta: float = 0.1) -> LeverageDiagnostics:
+        """Leverage diagnostics of the fitted candidates over a grid of ``lam``.
+
+        Parameters
+        ----------
+        lams : float or 1-d array, optional
+            Penalties in this estimator's ``lam_convention``; default a
+            log-spaced grid of 25 values from ``1e-6`` to ``1`` on the
+            normalised scale.
+        bins : int, default=50
+        delta : float, default=0.1
+
+        Returns
+        -------
+        LeverageDiagnostics
+        """
+        check_is_fitted(self, "candidate_stats_")
+        if lams is None:
+            return leverage_diagnostics(self.candidate_stats_, np.logspace(-6, 0, 25), bins=bins, delta=delta)
+        return leverage_diagnostics(
+            self.candidate_stats_, lams, bins=bins, delta=delta, lam_convention=self.lam_convention
+        )
+
+
+def _prepare_targets(y: object, task: str) -> tuple[object, np.ndarray | None, str]:
+    """Targets for the pass: (Y, classes or None, resolved task).
+
+    Classification labels become +-1: one column (+1 for ``classes[1]``) for
+    two classes, one-hot +-1 columns for more. Regression targets are passed
+    as float and standardised later, exactly, from the statistics.
+    """
+    if task not in TASKS:
+        raise ValueError(f"task must be one of {TASKS}, got {task!r}")
+    if not is_dask(y):
+        y = np.asarray(y)
+    if y.ndim not in (1, 2) or y.shape[0] == 0:
+        raise ValueError(f"y must be 1- or 2-dimensional with at least one row, got shape {y.shape}")
+    if task == "auto":
+        task = "regression" if np.issubdtype(y.dtype, np.floating) else "classification"
+    if task == "regression":
+        if not (np.issubdtype(y.dtype, np.number) or y.dtype == bool):
+            raise ValueError(f"y must be numeric for task='regression', got dtype {y.dtype}")
+        return y.astype(np.float64), None, task
+    if y.ndim == 2:
+        if y.shape[1] != 1:
+            raise ValueError(f"y must be 1-d class labels for task='classification', got shape {y.shape}")
+        y = y[:, 0]
+    classes = np.unique(da.unique(y).compute()) if is_dask(y) else np.unique(y)
+    if classes.size < 2:
+        raise ValueError(f"y has {classes.size} class(es); classification needs at least 2")
+    where = da.where if is_dask(y) else np.where
+    if classes.size == 2:
+        Y = where(y == classes[1], 1.0, -1.0)
+    else:
+        Y = where(y[:, None] == classes[None, :], 1.0, -1.0)
+    return Y, classes, task
+
+
+class _SupervisedSelector(_BaseSelector):
+    _supervised = True
+
+    def _fit_supervised(self, X: object, y: object, method: str) -> tuple[object, FeatureStats, np.random.Generator, int]:
+        if y is None:
+            raise ValueError(
+                f"{type(self).__name__} requires y to be passed, but the target y is None "
+                "(a supervised selector: call fit(X, y))"
+            )
+        m, m0 = self._resolve_sizes(method)
+        X = self._validate_X(X, reset=True)
+        Y, classes, task = _prepare_targets(y, self.task)
+        self.task_ = task
+        self.classes_ = classes
+        base_seed, rng = _split_random_state(self.random_state)
+        base, stats = self._fit_candidates(X, Y, m0, base_seed)
+        return base, stats, rng, m
+
+
+class EnergyScoreSelector(_SupervisedSelector):
+    """Energy-based exploration of random features (EERF).
+
+    ``M0`` candidates are drawn from ``base``; one pass accumulates the cross
+    statistic; the score of candidate ``i`` is
+    ``s_i = (1/N) sum_n y_n phi(x_n, w~_i)`` (``phi`` the candidate feature
+    without the ``M0^{-1/2}`` factor, e.g. ``sqrt(2) cos(w^T x + b)``), and the
+    ``M`` candidates with the largest ``|s_i|`` are kept, unweighted:
+    ``z_j(x) = phi(x, w~_{i_j}) / sqrt(M)``, the scale of a plain ``M``-feature map.
+
+    Targets: for classification the labels are mapped to +-1 (``classes_[1]``
+    is +1; with more than two classes one-hot +-1 columns, scored by the
+    Euclidean norm of ``s_i`` over the columns). For regression ``y`` is
+    standardised (centred and divided by its population std, per column;
+    several outputs are scored by the norm over columns); the centring matters,
+    since ``sum_n y_n phi_i`` with a large mean of ``y`` ranks features by
+    their mean rather than by their correlation with ``y``. The
+    standardisation is exact, from the statistics of the same pass.
+
+    Parameters
+    ----------
+    n_components : int, default=100
+        ``M``; at most ``n_candidates``.
+    n_candidates : int, optional
+        ``M0``; default ``10 * n_components``.
+    task : {"auto", "regression", "classification"}, default="auto"
+        ``"auto"``: regression for floating ``y``, classification otherwise
+        (integer, boolean, string labels).
+    base : feature map, optional
+        Default ``RandomFourierFeatures()``.
+    random_state : int, RandomState, Generator or None
+        Seeds the candidates (see :class:`LeverageScoreSampler`).
+
+    Attributes
+    ----------
+    candidates_, candidate_stats_, selected_, scales_, kernel_, stats_,
+    n_passes_, n_features_in_
+        As for :class:`LeverageScoreSampler`; ``candidate_stats_`` holds the
+        +-1 targets for classification and the raw ``y`` for regression.
+        ``scales_`` is ``sqrt(M0 / M)``.
+    scores_ : ndarray of shape (M0, k)
+        ``s``, signed, with the targets as described above.
+    weights_ : ndarray of shape (M0,)
+        Normalised energies ``|s_i| / sum |s|`` (used only for the ranking).
+    classes_ : ndarray or None
+        Class labels for classification, None for regression.
+    task_ : str
+
+    References
+    ----------
+    .. [1] S. Shahrampour, A. Beirami and V. Tarokh, "On data-dependent random
+       features for improved generalization in supervised learning", AAAI 2018.
+    .. [2] S. Shahrampour and S. Kolouri, "On sampling random features from
+       empirical leverage scores: implementation and theoretical guarantees",
+       arXiv:1903.08329, 2019.
+    """
+
+    def __init__(
+        self,
+        n_components: int = 100,
+        *,
+        n_candidates: int | None = None,
+        task: str = "auto",
+        base: object = None,
+        random_state: object = None,
+    ) -> None:
+        self.n_components = n_components
+        self.n_candidates = n_candidates
+        self.task = task
+        self.base = base
+        self.random_state = random_state
+
+    def fit(self, X: np.ndarray | da.Array, y: object = None) -> EnergyScoreSelector:
+        """Draw candidates, accumulate the cross statistic in one pass, keep the top ``M``.
+
+        Parameters
+        ----------
+        X : array-like or dask array of shape (n_samples, n_features)
+        y : array-like or dask array of shape (n_samples,) or (n_samples, k)
+            Required. Class labels are read once to find the classes.
+
+        Returns
+        -------
+        self
+        """
+        base, stats, rng, m = self._fit_supervised(X, y, "top")
+        standardize = self.task_ == "regression"
+        self.scores_ = energy_scores(stats, standardize=standardize)
+        selection = select_features(stats, m, criterion="energy", method="top", standardize=standardize, random_state=rng)
+        self._set_selection(base, stats, selection)
+        return self
+
+
+class KernelAlignmentSelector(_SupervisedSelector):
+    """Learning kernels with random features (LKRF, Sinha & Duchi).
+
+    ``M0`` candidates are drawn from ``base``; one pass accumulates the cross
+    statistic; with ``v_i = (sum_n y_n phi(x_n, w~_i))^2`` (summed over the
+    target columns) the distribution ``q`` over candidates maximises the
+    alignment ``q^T v`` on the simplex within the chi-square ball
+    ``M0 ||q - 1/M0||^2 <= rho`` (:func:`dxrf.selection.lkrf_weights`:
+    bisection on the dual multiplier, sort-based simplex projections). Then
+
+    - ``method="sample"``: ``M`` indices i.i.d. from ``q``, weighted
+      ``z_j(x) = phi(x, w~_{m_j}) / sqrt(M M0 q_{m_j})``;
+    - ``method="top"``: the ``M`` largest ``q_i`` (zeros ranked by ``v``),
+      ``z_j(x) = phi(x, w~_{i_j}) / sqrt(M)``.
+
+    Targets are handled as in :class:`EnergyScoreSelector`: +-1 labels for
+    classification (the kernel-target alignment of the paper), the
+    standardised response for regression.
+
+    Parameters
+    ----------
+    n_components : int, default=100
+        ``M``.
+    n_candidates : int, optional
+        ``M0``; default ``10 * n_components``.
+    rho : float, default=1.0
+        Radius of the chi-square ball, positive; ``rho >= M0 - 1`` lets ``q``
+        reach a vertex of the simplex.
+    method : {"sample", "top"}, default="sample"
+    task : {"auto", "regression", "classification"}, default="auto"
+    base : feature map, optional
+        Default ``RandomFourierFeatures()``.
+    random_state : int, RandomState, Generator or None
+        Seeds the candidates and the draws of ``"sample"``.
+
+    Attributes
+    ----------
+    candidates_, candidate_stats_, selected_, scales_, kernel_, stats_,
+    n_passes_, n_features_in_, classes_, task_
+        As for :class:`EnergyScoreSelector`. ``scales_`` is
+        ``1 / sqrt(M q_i)`` for ``"sample"`` and ``sqrt(M0 / M)`` for ``"top"``.
+    scores_ : ndarray of shape (M0,)
+        ``v``.
+    weights_ : ndarray of shape (M0,)
+        The optimal ``q``.
+    divergence_ : float
+        ``M0 ||q - 1/M0||^2`` (equal to ``rho`` when the constraint is active).
+
+    References
+    ----------
+    .. [1] A. Sinha and J. C. Duchi, "Learning kernels with random features",
+       NeurIPS 2016.
+    .. [2] S. Shahrampour and S. Kolouri, "On sampling random features from
+       empirical leverage scores: implementation and theoretical guarantees",
+       arXiv:1903.08329, 2019.
+    """
+
+    def __init__(
+        self,
+        n_components: int = 100,
+        *,
+        n_candidates: int | None = None,
+        rho: float = 1.0,
+        method: str = "sample",
+        task: str = "auto",
+        base: object = None,
+        random_state: object = None,
+    ) -> None:
+        self.n_components = n_components
+        self.n_candidates = n_candidates
+        self.rho = rho
+        self.method = method
+        self.task = task
+        self.base = base
+        self.random_state = random_state
+
+    def fit(self, X: np.ndarray | da.Array, y: object = None) -> KernelAlignmentSelector:
+        """Draw candidates, accumulate the cross statistic in one pass, solve for ``q``.
+
+        Parameters
+        ----------
+        X : array-like or dask array of shape (n_samples, n_features)
+        y : array-like or dask array of shape (n_samples,) or (n_samples, k)
+            Required. Class labels are read once to find the classes.
+
+        Returns
+        -------
+        self
+        """
+        self._check_method()
+        rho = self.rho
+        if isinstance(rho, bool) or not isinstance(rho, numbers.Real) or not np.isfinite(rho) or rho <= 0:
+            raise ValueError(f"rho must be a positive finite number, got {rho!r}")
+        base, stats, rng, m = self._fit_supervised(X, y, self.method)
+        standardize = self.task_ == "regression"
+        self.scores_ = alignment_scores(stats, standardize=standardize)
+        selection = select_features(
+            stats, m, criterion="alignment", method=self.method, rho=float(rho), standardize=standardize, random_state=rng
+        )
+        q = selection.weights
+        self.divergence_ = float(q.size * np.sum((q - 1.0 / q.size) ** 2))
+        self._set_selection(base, stats, selection)
+        return self
