@@ -16,7 +16,9 @@ import dask
 import dask.array as da
 import numpy as np
 import pytest
+from sklearn.base import clone
 
+import dxrf
 from dxrf import RandomFourierFeatures, accumulate
 from dxrf.selection import (
     EnergyScoreSelector,
@@ -536,3 +538,29 @@ def test_selectors_on_local_cluster_and_zarr(client, zarr_data, data):
     local = LeverageScoreSampler(20, n_candidates=50, method="top", random_state=2).fit(X)
     np.testing.assert_allclose(dist.weights_, local.weights_, rtol=1e-4)
     assert len(set(dist.selected_) ^ set(local.selected_)) <= 2
+
+
+def test_fit_from_stats_equals_fit(data):
+    """A learner may accumulate the candidates itself and select without a pass."""
+    X, y = data[0], data[1]
+    y = np.asarray(y, dtype=np.float64).reshape(len(y), -1)[:, 0]
+    for sel in [
+        dxrf.LeverageScoreSampler(12, n_candidates=60, lam=1e-3, method="sample", random_state=3),
+        dxrf.LeverageScoreSampler(12, n_candidates=60, lam=1e-2, method="top", random_state=3),
+        dxrf.EnergyScoreSelector(12, n_candidates=60, random_state=3),
+        dxrf.KernelAlignmentSelector(12, n_candidates=60, rho=2.0, random_state=3),
+    ]:
+        ref = clone(sel).fit(X, y)
+        other = clone(sel)
+        cand = other.make_candidates(X)
+        np.testing.assert_array_equal(cand.kernel_.W, ref.candidates_.kernel_.W)
+        stats = dxrf.accumulate(X, y, cand)
+        other.fit_from_stats(cand, stats, task="regression")
+        assert other.n_passes_ == 0
+        np.testing.assert_array_equal(other.selected_, ref.selected_)
+        np.testing.assert_allclose(other.scales_, ref.scales_, rtol=1e-12)
+        np.testing.assert_allclose(other.transform(X[:5]), ref.transform(X[:5]), rtol=1e-6)
+    with pytest.raises(ValueError, match="FeatureStats of the 60 candidates"):
+        dxrf.LeverageScoreSampler(5, n_candidates=60).fit_from_stats(cand, dxrf.accumulate(X, y, dxrf.RandomFourierFeatures(7).fit(X)))
+    with pytest.raises(ValueError, match="with targets"):
+        dxrf.EnergyScoreSelector(5, n_candidates=60).fit_from_stats(cand, dxrf.accumulate(X, features=cand))

@@ -10,11 +10,18 @@ from pathlib import Path
 from typing import Any
 
 
-def median_time(fn: Callable[[], Any], repeats: int) -> tuple[float, list[float], Any]:
-    """Run ``fn`` ``repeats`` times; return the median seconds, all times and the last result."""
+def median_time(
+    fn: Callable[[], Any], repeats: int, setup: Callable[[], Any] | None = None
+) -> tuple[float, list[float], Any]:
+    """Run ``fn`` ``repeats`` times; return the median seconds, all times and the last result.
+
+    ``setup`` runs before each repeat, outside the timing.
+    """
     times = []
     result = None
     for _ in range(repeats):
+        if setup is not None:
+            setup()
         t0 = time.perf_counter()
         result = fn()
         times.append(time.perf_counter() - t0)
@@ -48,3 +55,16 @@ def write_results(out_dir: str | Path, name: str, results: dict, markdown: str |
     if markdown is not None:
         (out / f"{name}.md").write_text(markdown + "\n")
     return path
+
+
+def drop_page_cache() -> bool:
+    """Ask Linux to drop the page cache (needs root); True when it worked."""
+    import os
+
+    try:
+        os.sync()
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+        return True
+    except OSError:
+        return False

@@ -28,6 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--chunk-rows", type=int, default=50_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-zarr", action="store_true", help="skip the from-zarr variant")
+    parser.add_argument(
+        "--warm", action="store_true", help="read zarr from the page cache (default: drop the cache before each repeat)"
+    )
     parser.add_argument("--workdir", default=None, help="where to write the zarr copy (default: a temp dir)")
     parser.add_argument("--out", default="results", help="results folder")
 
@@ -52,7 +55,7 @@ def run(args: argparse.Namespace) -> dict:
 
     import dxrf
 
-    from ._common import median_time, table, write_results
+    from ._common import drop_page_cache, median_time, table, write_results
 
     n = int(args.n_rows)
     d = args.n_features
@@ -83,12 +86,14 @@ def run(args: argparse.Namespace) -> dict:
                 fmap = dxrf.RandomFourierFeatures(m0, bandwidth=float(np.sqrt(d)), dtype=dtype, random_state=0).fit(
                     np.zeros((1, d))
                 )
-                variants = [("in memory", X)]
+                variants = [("in memory", X, None)]
                 if not args.no_zarr:
-                    variants.append(("zarr on disk", da.from_zarr(str(zpath))))
-                for label, data in variants:
+                    cold = not args.warm and drop_page_cache()
+                    label = "zarr, cold cache" if cold else "zarr, page cache"
+                    variants.append((label, da.from_zarr(str(zpath)), drop_page_cache if cold else None))
+                for label, data, setup in variants:
                     dxrf.accumulate(data[: args.chunk_rows * args.workers], features=fmap)  # warm workers
-                    t, times, stats = median_time(lambda: dxrf.accumulate(data, features=fmap), args.repeats)
+                    t, times, stats = median_time(lambda: dxrf.accumulate(data, features=fmap), args.repeats, setup)
                     assert stats.n == n
                     ratio = bound / t
                     rows.append([label, dtype, m0, t, n * m0 * m0 / t / 1e9, bound, ratio])
@@ -104,7 +109,7 @@ def run(args: argparse.Namespace) -> dict:
                             "ratio_to_bound": ratio,
                         }
                     )
-                    print(f"  {label:12s} {dtype} M0={m0}: {t:.2f} s (bound {bound:.2f} s, ratio {ratio:.3f})", flush=True)
+                    print(f"  {label:16s} {dtype} M0={m0}: {t:.2f} s (bound {bound:.2f} s, ratio {ratio:.3f})", flush=True)
     finally:
         client.close()
         if cluster is not None:

@@ -85,10 +85,8 @@ class _BaseSelector(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
         return validate_data(self, X, reset=reset, dtype=[np.float64, np.float32], accept_sparse=False)
 
     # -- the pass ---------------------------------------------------------------
-    def _fit_candidates(
-        self, X: np.ndarray | da.Array, Y: object, m0: int, base_seed: object, rows: np.ndarray | None = None
-    ) -> tuple[object, FeatureStats]:
-        """Fit the base map on all of X; accumulate over ``rows`` (default all)."""
+    def _make_base(self, X: np.ndarray | da.Array, m0: int, base_seed: object) -> object:
+        """Clone the base map with ``n_components=m0``, seed it, fit it on X."""
         base = RandomFourierFeatures() if self.base is None else self.base
         if not hasattr(base, "fit") or "n_components" not in base.get_params(deep=False):
             raise TypeError(f"base must be a dxrf feature map such as RandomFourierFeatures(), got {base!r}")
@@ -102,11 +100,97 @@ class _BaseSelector(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
             raise TypeError(f"base must be a dxrf feature map with a fitted kernel_, got {type(base).__name__}")
         # a bandwidth estimated from a row sample reads X once more (random
         # rows touch most chunks), so it is counted as a pass
-        self.n_passes_ = 1 + int(isinstance(getattr(base, "bandwidth", None), str))
+        self.n_passes_ = int(isinstance(getattr(base, "bandwidth", None), str))
+        return base
+
+    def _fit_candidates(
+        self, X: np.ndarray | da.Array, Y: object, m0: int, base_seed: object, rows: np.ndarray | None = None
+    ) -> tuple[object, FeatureStats]:
+        """Fit the base map on all of X; accumulate over ``rows`` (default all)."""
+        base = self._make_base(X, m0, base_seed)
+        self.n_passes_ += 1
         if rows is not None:
             X, Y = _take_rows(X, rows), _take_rows(Y, rows)
         stats = accumulate(X, Y, features=base.kernel_)
         return base, stats
+
+    # -- selection from statistics made elsewhere ---------------------------------
+    def make_candidates(self, X: np.ndarray | da.Array) -> object:
+        """The fitted candidate map ``fit`` would draw, without any pass.
+
+        With :meth:`fit_from_stats` this lets a learner accumulate the
+        candidates' statistics itself (e.g. with its own targets and a
+        validation split) in the one pass it makes anyway: selection plus
+        solve stays one pass.
+
+        Parameters
+        ----------
+        X : array-like or dask array of shape (n_samples, n_features)
+            Only its shape is used, and a row sample for ``bandwidth="median"``.
+
+        Returns
+        -------
+        feature map
+            The base map with ``n_candidates`` components, fitted.
+        """
+        self._check_selection_params()
+        method = getattr(self, "method", "top")
+        _, m0 = self._resolve_sizes(method)
+        X = self._validate_X(X, reset=True)
+        base_seed, _ = _split_random_state(self.random_state)
+        return self._make_base(X, m0, base_seed)
+
+    def fit_from_stats(
+        self, candidates: object, stats: FeatureStats, *, task: str | None = None, classes: np.ndarray | None = None
+    ) -> _BaseSelector:
+        """Select from statistics of ``candidates`` accumulated elsewhere: no pass.
+
+        Parameters
+        ----------
+        candidates : fitted feature map
+            Usually from :meth:`make_candidates`.
+        stats : FeatureStats
+            The candidates' statistics. Supervised selectors need targets in
+            it: +-1 class columns for classification, the raw response for
+            regression (standardised exactly from the statistics).
+        task : {"regression", "classification"}, optional
+            Supervised selectors only; default regression.
+        classes : array, optional
+            The class labels, stored as ``classes_``.
+
+        Returns
+        -------
+        self
+        """
+        kernel = getattr(candidates, "kernel_", None)
+        if not isinstance(kernel, FeatureKernel):
+            raise TypeError("candidates must be a fitted dxrf feature map")
+        if not isinstance(stats, FeatureStats) or stats.n_components != kernel.n_components:
+            raise ValueError(
+                f"stats must be the FeatureStats of the {kernel.n_components} candidates, "
+                f"got {getattr(stats, 'n_components', None)} features"
+            )
+        self._check_selection_params()
+        method = getattr(self, "method", "top")
+        m, _ = self._resolve_sizes(method)
+        if method == "top" and m > stats.n_components:
+            raise ValueError(f"n_components={m} exceeds the {stats.n_components} candidates")
+        _, rng = _split_random_state(self.random_state)
+        self.n_features_in_ = kernel.n_features_in
+        if self._supervised:
+            if stats.cross is None:
+                raise ValueError(f"{type(self).__name__} needs statistics accumulated with targets (y)")
+            task = "regression" if task is None else task
+            if task not in ("regression", "classification"):
+                raise ValueError(f"task must be 'regression' or 'classification', got {task!r}")
+            self.task_ = task
+            self.classes_ = classes
+        self.n_passes_ = 0
+        self._select(candidates, stats, rng, m)
+        return self
+
+    def _check_selection_params(self) -> None:
+        """Validate the selection parameters (those not checked by _resolve_sizes)."""
 
     def _set_selection(self, base: object, stats: FeatureStats, selection: Selection) -> None:
         self.candidates_ = base
@@ -282,21 +366,13 @@ class LeverageScoreSampler(_BaseSelector):
         -------
         self
         """
-        self._check_method()
+        self._check_selection_params()
         m, m0 = self._resolve_sizes(self.method)
-        if self.lam_convention not in LAM_CONVENTIONS:
-            raise ValueError(f"lam_convention must be one of {LAM_CONVENTIONS}, got {self.lam_convention!r}")
-        if np.ndim(self.lam) != 0:
-            raise ValueError(f"lam must be a single positive number, got {self.lam!r}")
-        lams, _ = _check_lam(self.lam)
         X = self._validate_X(X, reset=True)
         n = int(X.shape[0])
         n0 = self.n_samples
-        if n0 is not None:
-            if isinstance(n0, bool) or not isinstance(n0, numbers.Integral) or n0 <= 0:
-                raise ValueError(f"n_samples must be a positive integer or None, got {n0!r}")
-            if n0 > n:
-                raise ValueError(f"n_samples={n0} exceeds the number of rows of X (N={n})")
+        if n0 is not None and n0 > n:
+            raise ValueError(f"n_samples={n0} exceeds the number of rows of X (N={n})")
         base_seed, rng = _split_random_state(self.random_state)
         rows = None
         if n0 is not None and n0 < n:
@@ -304,13 +380,28 @@ class LeverageScoreSampler(_BaseSelector):
             # statistics over N0 distinct random rows
             rows = np.sort(rng.choice(n, size=int(n0), replace=False))
         base, stats = self._fit_candidates(X, y, m0, base_seed, rows)
+        self._select(base, stats, rng, m)
+        return self
+
+    def _check_selection_params(self) -> None:
+        self._check_method()
+        if self.lam_convention not in LAM_CONVENTIONS:
+            raise ValueError(f"lam_convention must be one of {LAM_CONVENTIONS}, got {self.lam_convention!r}")
+        if np.ndim(self.lam) != 0:
+            raise ValueError(f"lam must be a single positive number, got {self.lam!r}")
+        _check_lam(self.lam)
+        n0 = self.n_samples
+        if n0 is not None and (isinstance(n0, bool) or not isinstance(n0, numbers.Integral) or n0 <= 0):
+            raise ValueError(f"n_samples must be a positive integer or None, got {n0!r}")
+
+    def _select(self, base: object, stats: FeatureStats, rng: np.random.Generator, m: int) -> None:
+        lams, _ = _check_lam(self.lam)
         spectrum = gram_spectrum(stats)
         self.lam_ = float(_normalize_lams(lams, self.lam_convention, spectrum, None)[0])
         selection = select_features(stats, m, criterion="leverage", method=self.method, lam=self.lam_, random_state=rng, spectrum=spectrum)
         self.dof_ = float(spectrum.trace_q(np.array([self.lam_]))[0])
         self.n_samples_ = int(stats.n)
         self._set_selection(base, stats, selection)
-        return self
 
     def diagnostics(self, lams: np.ndarray | float | None = None, *, bins: int = 50, delta: float = 0.1) -> LeverageDiagnostics:
         """Leverage diagnostics of the fitted candidates over a grid of ``lam``.
@@ -475,11 +566,14 @@ class EnergyScoreSelector(_SupervisedSelector):
         self
         """
         base, stats, rng, m = self._fit_supervised(X, y, "top")
+        self._select(base, stats, rng, m)
+        return self
+
+    def _select(self, base: object, stats: FeatureStats, rng: np.random.Generator, m: int) -> None:
         standardize = self.task_ == "regression"
         self.scores_ = energy_scores(stats, standardize=standardize)
         selection = select_features(stats, m, criterion="energy", method="top", standardize=standardize, random_state=rng)
         self._set_selection(base, stats, selection)
-        return self
 
 
 class KernelAlignmentSelector(_SupervisedSelector):
@@ -571,11 +665,19 @@ class KernelAlignmentSelector(_SupervisedSelector):
         -------
         self
         """
+        self._check_selection_params()
+        base, stats, rng, m = self._fit_supervised(X, y, self.method)
+        self._select(base, stats, rng, m)
+        return self
+
+    def _check_selection_params(self) -> None:
         self._check_method()
         rho = self.rho
         if isinstance(rho, bool) or not isinstance(rho, numbers.Real) or not np.isfinite(rho) or rho <= 0:
             raise ValueError(f"rho must be a positive finite number, got {rho!r}")
-        base, stats, rng, m = self._fit_supervised(X, y, self.method)
+
+    def _select(self, base: object, stats: FeatureStats, rng: np.random.Generator, m: int) -> None:
+        rho = self.rho
         standardize = self.task_ == "regression"
         self.scores_ = alignment_scores(stats, standardize=standardize)
         selection = select_features(
@@ -584,4 +686,3 @@ class KernelAlignmentSelector(_SupervisedSelector):
         q = selection.weights
         self.divergence_ = float(q.size * np.sum((q - 1.0 / q.size) ** 2))
         self._set_selection(base, stats, selection)
-        return self
