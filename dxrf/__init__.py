@@ -12,7 +12,9 @@ from .features import (
     RandomMaxoutFeatures,
     RandomReLUFeatures,
 )
+from .learners import RandomFeatureClassifier, RandomFeatureRidge
 from .options import get_options, options, set_options
+from .persist import load, save
 from .selection import (
     EnergyScoreSelector,
     KernelAlignmentSelector,
@@ -36,6 +38,8 @@ __all__ = [
     "RandomMaxoutFeatures",
     "RandomReLUFeatures",
     "accumulate",
+    "RandomFeatureRidge",
+    "RandomFeatureClassifier",
     "LeverageScoreSampler",
     "EnergyScoreSelector",
     "KernelAlignmentSelector",
@@ -46,6 +50,8 @@ __all__ = [
     "gram_spectrum",
     "select_features",
     "get_options",
+    "load",
+    "save",
     "options",
     "set_options",
     "__version__",

@@ -58,6 +58,18 @@ def _client(args: argparse.Namespace) -> Iterator[object]:
         client.close()
 
 
+def _with_client(fn):
+    """Wrap a command so that it runs with a cluster client and progress bars."""
+
+    def run(args: argparse.Namespace) -> int:
+        from .options import options
+
+        with _client(args), options(progress=True):
+            return fn(args)
+
+    return run
+
+
 def _cmd_ingest(args: argparse.Namespace) -> int:
     from . import io
 
@@ -157,6 +169,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("info", help="describe a dxrf zarr group", parents=[common])
     p.add_argument("path")
     p.set_defaults(func=_cmd_info)
+
+    from .cli_models import add_model_commands
+
+    add_model_commands(sub, common, _with_client)
 
     _add_workflow_commands(sub, "reproduce", "run an experiment from workflows/", common)
     _add_workflow_commands(sub, "bench", "run a benchmark from workflows/", common)

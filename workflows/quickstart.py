@@ -54,7 +54,7 @@ def _best_ridge(train, valid, test):
 
 def _evaluate(method: str, m: int, stats, seed: int):
     """Validation-chosen test MSE of one method at M features, from candidate statistics."""
-    from dxrf.selection import gram_spectrum, select_features
+    from dxrf.selection import select_features
 
     train, valid, test, spectrum = stats
     m0 = train.n_components

@@ -18,6 +18,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._validation import check_dask_matrix, check_float_dtype, check_positive_int, is_dask, make_rng
 from . import exact, samplers
+from ..persist import SaveMixin
 from .kernel import FeatureKernel
 
 __all__ = [
@@ -58,7 +59,7 @@ def apply_kernel(X: np.ndarray | da.Array, kernel: FeatureKernel) -> np.ndarray 
     )
 
 
-class BaseRandomFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class BaseRandomFeatures(SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Common machinery of the random feature maps; not for direct use."""
 
     _scale_factor = 1.0  # phi is scaled by sqrt(_scale_factor / M)

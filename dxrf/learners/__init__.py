@@ -1,5 +1,17 @@
-"""Learners on random features: solves on accumulated statistics."""
+"""Learners on random features: solves on accumulated statistics and iterative passes."""
 
+from ._base import RandomFeatureModel, linear_predict
+from .classifier import RandomFeatureClassifier
+from .ridge import RandomFeatureRidge
 from .ridge_path import RidgePath, mse_from_stats, ridge_path, solve_ridge
 
-__all__ = ["RidgePath", "ridge_path", "solve_ridge", "mse_from_stats"]
+__all__ = [
+    "RandomFeatureModel",
+    "RandomFeatureRidge",
+    "RandomFeatureClassifier",
+    "RidgePath",
+    "ridge_path",
+    "solve_ridge",
+    "mse_from_stats",
+    "linear_predict",
+]

@@ -22,6 +22,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._validation import check_dask_matrix, is_dask, make_rng
 from ..features.kernel import FeatureKernel
 from ..features.maps import RandomFourierFeatures, apply_kernel
+from ..persist import SaveMixin
 from ..stats import FeatureStats, accumulate
 from .leverage import LAM_CONVENTIONS, LeverageDiagnostics, _check_lam, _normalize_lams, gram_spectrum, leverage_diagnostics
 from .select import METHODS, Selection, alignment_scores, energy_scores, select_features
@@ -51,10 +52,12 @@ def _take_rows(a: object, idx: np.ndarray) -> object:
     return a[idx] if is_dask(a) else np.asarray(a)[idx]
 
 
-class _BaseSelector(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class _BaseSelector(SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Shared machinery: candidates, the one pass, the selected kernel."""
 
     _supervised = False
+    # the candidates' M0 x M0 statistics can be large and are not needed to transform
+    _persist_exclude = ("candidate_stats_",)
 
     # -- parameters -------------------------------------------------------------
     def _resolve_sizes(self, method: str) -> tuple[int, int]:

@@ -1,0 +1,77 @@
+"""Atomic writes of directories (zarr groups): a temporary sibling renamed into place."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+__all__ = ["DestinationExistsError", "atomic_directory", "is_dxrf_group"]
+
+#: attribute names that mark a zarr group as written by dxrf (data or model)
+DXRF_MARKERS = ("dxrf_format", "dxrf_model_format")
+
+
+class DestinationExistsError(FileExistsError, ValueError):
+    """The destination exists and ``overwrite`` is False.
+
+    A subclass of both :class:`FileExistsError` and :class:`ValueError`, so it
+    can be caught as either.
+    """
+
+
+def is_dxrf_group(path: Path) -> bool:
+    meta = path / "zarr.json"
+    try:
+        doc = json.loads(meta.read_text())
+    except (OSError, ValueError):
+        return False
+    attrs = doc.get("attributes", {})
+    return doc.get("node_type") == "group" and any(m in attrs for m in DXRF_MARKERS)
+
+
+@contextlib.contextmanager
+def atomic_directory(dest: str | os.PathLike, overwrite: bool) -> Iterator[Path]:
+    """Yield a temporary sibling of ``dest``; rename it to ``dest`` on success.
+
+    On any error (including KeyboardInterrupt) the temporary directory is
+    removed and ``dest`` is left as it was.
+    """
+    if not isinstance(dest, (str, os.PathLike)):
+        raise TypeError(f"dest must be a path, got {type(dest).__name__}")
+    dest = Path(dest).expanduser().absolute()
+    if dest.exists() or dest.is_symlink():
+        if not overwrite:
+            raise DestinationExistsError(f"destination {str(dest)!r} exists; pass overwrite=True to replace it")
+        # Refuse to delete anything that is not ours: an empty directory or a
+        # dxrf group may be replaced, a user's other files may not.
+        if not dest.is_dir() or dest.is_symlink() or not (is_dxrf_group(dest) or not any(dest.iterdir())):
+            raise ValueError(
+                f"refusing to overwrite {str(dest)!r}: it is not a dxrf zarr group (no 'dxrf_format' "
+                f"attribute) nor an empty directory"
+            )
+    if not dest.parent.is_dir():
+        raise ValueError(f"parent directory of the destination does not exist: {str(dest.parent)!r}")
+    tmp = dest.parent / f"{dest.name}.tmp-{secrets.token_hex(6)}"
+    try:
+        yield tmp
+        if dest.exists():
+            # os.replace cannot replace a non-empty directory: move the old one
+            # aside, move the new one in, then delete the old one.
+            old = dest.parent / f"{dest.name}.old-{secrets.token_hex(6)}"
+            os.replace(dest, old)
+            try:
+                os.replace(tmp, dest)
+            except BaseException:
+                os.replace(old, dest)
+                raise
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, dest)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise

@@ -1,0 +1,262 @@
+"""`dxrf fit`, `dxrf predict` and `dxrf evaluate`: models on zarr data from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import dask
+import dask.array as da
+import numpy as np
+
+__all__ = ["add_model_commands", "build_features", "build_model"]
+
+FEATURE_MAPS = ("rff", "relu", "maxout", "linear")
+SELECTIONS = ("none", "elss", "eerf", "lkrf")
+MODELS = ("ridge", "logistic", "sgd")
+
+
+def _float_list(text: str) -> list[float]:
+    try:
+        return [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+
+
+def _bandwidth(text: str) -> float | str:
+    if text == "median":
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"bandwidth must be a number or 'median', got {text!r}") from None
+
+
+def build_features(args: argparse.Namespace) -> object:
+    """The feature map or selector described by the command-line options."""
+    import dxrf
+
+    m = args.n_components
+    m0 = args.n_candidates or (10 * m if args.select != "none" else m)
+    common = {"dtype": args.dtype, "random_state": args.seed}
+    if args.features == "rff":
+        base = dxrf.RandomFourierFeatures(m0, kernel=args.kernel, bandwidth=args.bandwidth, sampling=args.sampling, **common)
+    elif args.features == "relu":
+        base = dxrf.RandomReLUFeatures(m0, bandwidth=args.bandwidth, **common)
+    elif args.features == "maxout":
+        base = dxrf.RandomMaxoutFeatures(m0, pieces=args.pieces, **common)
+    else:
+        base = dxrf.RandomLinearSketch(m0, **common)
+    if args.select == "none":
+        return base
+    if args.select == "elss":
+        return dxrf.LeverageScoreSampler(m, n_candidates=m0, lam=args.lam, method=args.method, base=base, random_state=args.seed)
+    if args.select == "eerf":
+        return dxrf.EnergyScoreSelector(m, n_candidates=m0, base=base, random_state=args.seed)
+    return dxrf.KernelAlignmentSelector(m, n_candidates=m0, rho=args.rho, method=args.method, base=base, random_state=args.seed)
+
+
+def build_model(args: argparse.Namespace, classification: bool) -> object:
+    import dxrf
+
+    features = build_features(args)
+    alphas = args.alphas
+    if args.model == "ridge":
+        cls = dxrf.RandomFeatureClassifier if classification else dxrf.RandomFeatureRidge
+        return cls(features, alpha=args.alpha, alphas=alphas, validation=args.validation, random_state=args.seed)
+    if args.model == "logistic":
+        if not classification:
+            raise ValueError("--model logistic needs a classification target (the data's y has no classes)")
+        if alphas:
+            raise ValueError("--alphas is for --model ridge; give --alpha for logistic")
+        return dxrf.RandomFeatureClassifier(features, loss="logistic", alpha=args.alpha, random_state=args.seed)
+    try:
+        from dxrf.learners.sgd import RandomFeatureSGDClassifier, RandomFeatureSGDRegressor
+    except ImportError:  # pragma: no cover - shipped with the package
+        raise ValueError("--model sgd is not available in this installation") from None
+    cls = RandomFeatureSGDClassifier if classification else RandomFeatureSGDRegressor
+    return cls(features, validation=args.validation or 0.2, random_state=args.seed)
+
+
+def _open(path: str, metadata: dict | None = None):
+    import dxrf.io
+
+    data = dxrf.io.open_zarr(path)
+    X = data.X
+    if metadata and metadata.get("x_mean") is not None:
+        mean = np.asarray(metadata["x_mean"], dtype=np.float32)
+        std = np.asarray(metadata["x_std"], dtype=np.float32)
+        if mean.shape[0] != X.shape[1]:
+            raise ValueError(f"{path} has {X.shape[1]} columns but the model was fitted on {mean.shape[0]}")
+        X = (X - mean) / std
+    return data, X
+
+
+def _scale_y(y: da.Array, metadata: dict) -> da.Array:
+    if metadata.get("y_min") is None:
+        return y
+    lo, hi = metadata["y_min"], metadata["y_max"]
+    return 2.0 * (y.astype(np.float64) - lo) / (hi - lo) - 1.0
+
+
+def _check_columns(data, metadata: dict, path: str) -> None:
+    expected = metadata.get("columns")
+    if expected is not None and list(data.columns) != list(expected):
+        missing = [c for c in expected if c not in set(data.columns)]
+        extra = [c for c in data.columns if c not in set(expected)]
+        detail = f"missing {missing[:3]}" if missing else f"unexpected {extra[:3]}"
+        raise ValueError(f"{path} does not have the model's columns ({detail}); ingest it with the training levels")
+
+
+def cmd_fit(args: argparse.Namespace) -> int:
+    import dxrf
+    import dxrf.io
+
+    data = dxrf.io.open_zarr(args.data)
+    if data.y is None:
+        raise ValueError(f"{args.data} has no target array y; ingest it with --target")
+    classification = data.classes is not None
+    metadata: dict = {"columns": list(data.columns), "classes": None if not classification else list(map(str, data.classes))}
+    X = data.X
+    if args.standardize:
+        X = data.standardize(X)
+        metadata.update(x_mean=np.asarray(data.x_mean, dtype=np.float64), x_std=np.asarray(data.x_std, dtype=np.float64))
+    y = data.y
+    if args.scale_y and not classification:
+        lo, hi = data.attrs.get("y_min"), data.attrs.get("y_max")
+        if lo is None or hi is None or hi <= lo:
+            raise ValueError(f"{args.data} has no usable y_min/y_max to scale y into [-1, 1]")
+        metadata.update(y_min=float(lo), y_max=float(hi))
+        y = _scale_y(y, metadata)
+    model = build_model(args, classification)
+    t0 = time.perf_counter()
+    model.fit(X, y)
+    elapsed = time.perf_counter() - t0
+    model.save(args.out, metadata=metadata)
+    print(f"model:        {type(model).__name__} on {model.kernel_.n_components} features ({args.features}, select={args.select})")
+    print(f"rows:         {X.shape[0]} x {X.shape[1]}")
+    print(f"passes:       {model.n_passes_} over the data in {elapsed:.1f} s")
+    if getattr(model, "alphas_", None) is not None:
+        for a, err in zip(model.alphas_, model.validation_errors_):
+            mark = "  <- chosen" if a == model.alpha_ else ""
+            print(f"  alpha {a:9.3g}: validation MSE {err:.6g}{mark}")
+    elif getattr(model, "validation_errors_", None) is not None:
+        print(f"validation:   {np.ravel(model.validation_errors_)[-1]:.6g} (MSE)")
+    if hasattr(model, "train_mse_"):
+        print(f"training MSE: {model.train_mse_:.6g}")
+    print(f"saved:        {args.out}")
+    return 0
+
+
+def _write_predictions(pred: da.Array, dest: str, attrs: dict, overwrite: bool) -> None:
+    import zarr
+
+    from ._files import atomic_directory
+    from .progress import compute
+
+    with atomic_directory(dest, overwrite) as tmp:
+        root = zarr.open_group(str(tmp), mode="w", zarr_format=3)
+        shape = pred.shape
+        chunks = (pred.chunks[0][0],) + shape[1:]
+        arr = root.create_array("y_pred", shape=shape, chunks=chunks, dtype=pred.dtype)
+        # chunk by chunk: each block is computed and stored on a worker, never gathered
+        stored = da.store(pred.rechunk((chunks[0],) + shape[1:]), arr, lock=False, compute=False)
+        compute(stored, progress=True)
+        root.attrs.update({"dxrf_format": 1, **attrs})
+
+
+def cmd_predict(args: argparse.Namespace) -> int:
+    import dxrf
+
+    model, metadata = dxrf.load(args.model, with_metadata=True)
+    data, X = _open(args.data, metadata)
+    _check_columns(data, metadata, args.data)
+    pred = model.predict(X)
+    attrs = {"model": str(Path(args.model).absolute()), "source": str(Path(args.data).absolute())}
+    if metadata.get("classes") is not None:
+        attrs["classes"] = metadata["classes"]
+        pred = pred.astype(np.int32)
+    elif metadata.get("y_min") is not None:
+        # back to the original units of y
+        lo, hi = metadata["y_min"], metadata["y_max"]
+        pred = (pred + 1.0) * (hi - lo) / 2.0 + lo
+    _write_predictions(pred, args.out, attrs, args.overwrite)
+    print(f"wrote {pred.shape[0]} predictions to {args.out}")
+    return 0
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    import dxrf
+
+    from .progress import compute
+
+    model, metadata = dxrf.load(args.model, with_metadata=True)
+    data, X = _open(args.data, metadata)
+    _check_columns(data, metadata, args.data)
+    if data.y is None:
+        raise ValueError(f"{args.data} has no target array y to evaluate against")
+    pred = model.predict(X)
+    if metadata.get("classes") is not None:
+        correct = (pred.astype(np.int64) == data.y.astype(np.int64)).sum()
+        (n_correct,) = compute(dask.delayed(lambda c: (c,))(correct), progress=True)
+        n = X.shape[0]
+        print(f"rows:     {n}")
+        print(f"accuracy: {n_correct / n:.6f}")
+        print(f"error:    {1 - n_correct / n:.6f}")
+        return 0
+    y = _scale_y(data.y, metadata)
+    pred = pred.astype(np.float64)
+    if pred.ndim == 2:
+        pred = pred[:, 0]
+    err = y - pred
+    sums = dask.delayed(lambda a, b, c, d: (a, b, c, d))((err**2).sum(), y.sum(), (y**2).sum(), da.fabs(err).sum())
+    sse, sy, syy, sae = compute(sums, progress=True)
+    n = X.shape[0]
+    var = syy / n - (sy / n) ** 2
+    scale = " (y scaled into [-1, 1] as in training)" if metadata.get("y_min") is not None else ""
+    print(f"rows: {n}{scale}")
+    print(f"MSE:  {sse / n:.6g}")
+    print(f"RMSE: {np.sqrt(sse / n):.6g}")
+    print(f"MAE:  {sae / n:.6g}")
+    print(f"R2:   {1 - (sse / n) / var if var > 0 else float('nan'):.6f}")
+    return 0
+
+
+def add_model_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser, client_runner) -> None:
+    """Register fit / predict / evaluate; ``client_runner(fn)`` runs fn inside a cluster client."""
+    p = sub.add_parser("fit", help="fit a model on a dxrf zarr group and save it", parents=[common])
+    p.add_argument("data", help="training data (a zarr group from `dxrf ingest`)")
+    p.add_argument("--features", choices=FEATURE_MAPS, default="rff")
+    p.add_argument("--kernel", choices=["gaussian", "laplacian", "cauchy"], default="gaussian")
+    p.add_argument("--bandwidth", type=_bandwidth, default="median", help="a number or 'median' (default)")
+    p.add_argument("--sampling", choices=["iid", "orthogonal", "qmc", "structured"], default="iid")
+    p.add_argument("--pieces", type=int, default=2, help="maxout pieces")
+    p.add_argument("--select", choices=SELECTIONS, default="none")
+    p.add_argument("--n-components", type=int, default=200, help="M, the number of features")
+    p.add_argument("--n-candidates", type=int, default=None, help="M0 (default 10 M with --select)")
+    p.add_argument("--lam", type=float, default=1e-3, help="ELSS leverage penalty")
+    p.add_argument("--method", choices=["sample", "top"], default="sample")
+    p.add_argument("--rho", type=float, default=1.0, help="LKRF chi-square radius")
+    p.add_argument("--model", choices=MODELS, default="ridge")
+    p.add_argument("--alpha", type=float, default=1e-3)
+    p.add_argument("--alphas", type=_float_list, default=None, help="comma-separated penalty grid (ridge)")
+    p.add_argument("--validation", type=float, default=None, help="validation fraction")
+    p.add_argument("--standardize", action="store_true", help="standardise inputs with the stored statistics")
+    p.add_argument("--scale-y", action="store_true", help="scale a numeric y into [-1, 1]")
+    p.add_argument("--dtype", choices=["float32", "float64"], default="float32")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", required=True, help="model path (a zarr group)")
+    p.set_defaults(func=client_runner(cmd_fit))
+
+    p = sub.add_parser("predict", help="predict with a saved model, writing a zarr group chunk by chunk", parents=[common])
+    p.add_argument("model")
+    p.add_argument("data")
+    p.add_argument("--out", required=True, help="predictions (a zarr group with array y_pred)")
+    p.add_argument("--overwrite", action="store_true")
+    p.set_defaults(func=client_runner(cmd_predict))
+
+    p = sub.add_parser("evaluate", help="print a saved model's metrics on a dxrf zarr group", parents=[common])
+    p.add_argument("model")
+    p.add_argument("data")
+    p.set_defaults(func=client_runner(cmd_evaluate))

@@ -1,0 +1,175 @@
+"""What every random-feature learner shares: features, the one pass, prediction.
+
+A learner takes ``features=`` a feature map or a selector. ``fit`` fits the
+map (drawing its parameters) or the selector's candidates, accumulates their
+statistics with the learner's targets and validation split in ONE pass, lets
+a selector choose from those statistics, and hands the selection's exact
+statistics (sub-blocks, no further pass) to the solver.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import dask
+import dask.array as da
+import numpy as np
+from sklearn.base import BaseEstimator, clone
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._validation import check_dask_matrix, is_dask
+from ..features.kernel import FeatureKernel
+from ..features.maps import RandomFourierFeatures
+from ..persist import SaveMixin
+from ..stats import FeatureStats, accumulate
+
+__all__ = ["RandomFeatureModel", "is_selector", "linear_predict", "check_validation"]
+
+
+def is_selector(obj: object) -> bool:
+    """True for a dxrf selector (ELSS, EERF, LKRF), which chooses among candidates."""
+    return hasattr(obj, "make_candidates") and hasattr(obj, "fit_from_stats")
+
+
+def check_validation(validation: object, n: int | None = None) -> object:
+    """A validation fraction in (0, 1), a boolean mask (NumPy or dask), or None."""
+    if validation is None:
+        return None
+    if hasattr(validation, "shape"):
+        if np.dtype(validation.dtype) != np.dtype(bool):
+            raise TypeError(f"validation mask must be boolean, got dtype {validation.dtype}")
+        if n is not None and validation.shape[0] != n:
+            raise ValueError(f"validation mask has {validation.shape[0]} rows but X has {n}")
+        return validation
+    if isinstance(validation, bool) or not isinstance(validation, numbers.Real) or not 0 < float(validation) < 1:
+        raise ValueError(f"validation must be a fraction in (0, 1) or a boolean mask, got {validation!r}")
+    return float(validation)
+
+
+def _predict_block(X: np.ndarray, kernel: FeatureKernel, coef: np.ndarray, intercept: np.ndarray) -> np.ndarray:
+    # features die inside the block: only the (n, k) scores leave it
+    Z = kernel(X)
+    return Z @ coef.astype(Z.dtype, copy=False) + intercept
+
+
+def linear_predict(X: np.ndarray | da.Array, kernel: FeatureKernel, coef: np.ndarray, intercept: np.ndarray):
+    """``z(X) @ coef + intercept`` as float64, eager for NumPy, lazy and fused for dask.
+
+    ``coef`` has shape ``(M, k)``; the result has shape ``(n, k)``.
+    """
+    coef = np.asarray(coef, dtype=np.float64)
+    intercept = np.asarray(intercept, dtype=np.float64)
+    if not is_dask(X):
+        return _predict_block(np.asarray(X), kernel, coef, intercept).astype(np.float64, copy=False)
+    X = check_dask_matrix(X, n_features=kernel.n_features_in)
+    token = dask.base.tokenize(kernel)
+    kernel_d = dask.delayed(kernel, pure=True, name=f"dxrf-kernel-{token}")
+    out = X.map_blocks(
+        _predict_block,
+        kernel_d,
+        coef,
+        intercept,
+        chunks=(X.chunks[0], (coef.shape[1],)),
+        dtype=np.float64,
+        meta=np.empty((0, 0), dtype=np.float64),
+    )
+    return out.astype(np.float64)
+
+
+class RandomFeatureModel(SaveMixin, BaseEstimator):
+    """Base of the learners: ``features=``, the one pass, and pass counting.
+
+    Subclasses call :meth:`_features_pass` in ``fit``; it sets ``features_``
+    (the fitted map or selector), ``kernel_`` (the final feature kernel) and
+    ``n_passes_`` (reads of X so far).
+    """
+
+    def _make_features(self) -> object:
+        features = self.features
+        if features is None:
+            features = RandomFourierFeatures(n_components=100, bandwidth="median")
+        if not (is_selector(features) or (hasattr(features, "fit") and hasattr(features, "transform"))):
+            raise TypeError(
+                f"features must be a dxrf feature map or selector (e.g. RandomFourierFeatures(...)), got {features!r}"
+            )
+        features = clone(features)
+        # the learner's random_state seeds features that have none of their own
+        seed = getattr(self, "random_state", None)
+        if seed is not None and features.get_params(deep=False).get("random_state", 0) is None:
+            features.set_params(random_state=seed)
+        return features
+
+    def _validate_X(self, X: object, reset: bool) -> np.ndarray | da.Array:
+        if is_dask(X):
+            X = check_dask_matrix(X, n_features=None if reset else self.n_features_in_)
+            if reset:
+                self.n_features_in_ = X.shape[1]
+            return X
+        return validate_data(self, X, reset=reset, dtype=[np.float64, np.float32])
+
+    def _validate_Xy(self, X: object, y: object, *, y_numeric: bool, multi_output: bool):
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+        if is_dask(X) or is_dask(y):
+            X = self._validate_X(X if is_dask(X) else da.from_array(np.asarray(X), chunks=(max(1, len(X)),) + np.shape(X)[1:]), reset=True)
+            if not is_dask(y):
+                y = np.asarray(y)
+            if y.shape[0] != X.shape[0]:
+                raise ValueError(f"y has {y.shape[0]} rows but X has {X.shape[0]}")
+            if y.ndim not in (1, 2) or (y.ndim == 2 and not multi_output and y.shape[1] != 1):
+                raise ValueError(f"y must be 1-dimensional{' or 2-dimensional' if multi_output else ''}, got shape {y.shape}")
+            return X, y
+        return validate_data(
+            self, X, y, reset=True, dtype=[np.float64, np.float32], y_numeric=y_numeric, multi_output=multi_output
+        )
+
+    def _features_pass(
+        self,
+        X: np.ndarray | da.Array,
+        Y: np.ndarray | da.Array | None,
+        *,
+        validation: object = None,
+        validation_seed: int = 0,
+        task: str | None = None,
+        classes: np.ndarray | None = None,
+    ) -> tuple[FeatureStats, FeatureStats | None]:
+        """Fit the features and accumulate their statistics in one pass.
+
+        Returns the training statistics of the final features and, with a
+        ``validation`` fraction or mask, the validation statistics. A selector
+        selects from the *training* statistics only, so validation rows stay
+        unseen by every choice made on them.
+        """
+        features = self._make_features()
+        validation = check_validation(validation, X.shape[0])
+        if is_selector(features):
+            candidates = features.make_candidates(X)
+            passes = features.n_passes_
+            kernel = candidates.kernel_
+        else:
+            features.fit(X)
+            passes = int(isinstance(features.get_params().get("bandwidth"), str))
+            kernel = features.kernel_
+        stats = accumulate(X, Y, kernel, split=validation, split_seed=validation_seed)
+        passes += 1
+        train, valid = stats if validation is not None else (stats, None)
+        if is_selector(features):
+            features.fit_from_stats(candidates, train, task=task, classes=classes)
+            idx, scales = features.selected_, features.scales_
+            train = train.subset(idx, scales)
+            valid = None if valid is None else valid.subset(idx, scales)
+            kernel = features.kernel_
+        self.features_ = features
+        self.kernel_ = kernel
+        self.n_passes_ = passes
+        return train, valid
+
+    def _check_fitted(self) -> None:
+        check_is_fitted(self, "kernel_")
+
+    def transform_features(self, X: np.ndarray | da.Array) -> np.ndarray | da.Array:
+        """The fitted features ``z(X)`` (lazy for dask input)."""
+        from ..features.maps import apply_kernel
+
+        self._check_fitted()
+        return apply_kernel(self._validate_X(X, reset=False), self.kernel_)

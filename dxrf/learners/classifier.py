@@ -1,0 +1,234 @@
+"""Classification on random features: least squares (one-vs-rest ridge) or logistic."""
+
+from __future__ import annotations
+
+import dask.array as da
+import numpy as np
+from scipy.special import expit
+from sklearn.base import ClassifierMixin
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import check_classification_targets
+
+from .._validation import is_dask
+from ._base import RandomFeatureModel, is_selector, linear_predict
+from .ridge import _RidgeSolveMixin, check_alphas
+
+__all__ = ["RandomFeatureClassifier", "LOSSES", "encode_classes"]
+
+LOSSES = ("squared", "logistic")
+
+
+def encode_classes(y: np.ndarray | da.Array, classes: np.ndarray) -> np.ndarray | da.Array:
+    """+-1 targets: one column (+1 for ``classes[1]``) for two classes, one-hot +-1 columns for more."""
+    where = da.where if is_dask(y) else np.where
+    if classes.size == 2:
+        return where(y == classes[1], 1.0, -1.0)[:, None]
+    return where(y[:, None] == classes[None, :], 1.0, -1.0)
+
+
+def _unique_labels(y: np.ndarray | da.Array) -> np.ndarray:
+    # reads y once (not X) for dask input
+    return np.unique(np.asarray(da.unique(y).compute())) if is_dask(y) else np.unique(y)
+
+
+class RandomFeatureClassifier(_RidgeSolveMixin, ClassifierMixin, RandomFeatureModel):
+    """Linear classifier on random features.
+
+    - ``loss="squared"``: least-squares classification (Rahimi & Recht): a
+      ridge fit to +-1 targets, one column per class (one for two classes),
+      predicting the argmax (the sign for two classes). One pass over X; with
+      ``alphas`` the whole penalty path is validated from that pass.
+    - ``loss="logistic"``: L2-penalised logistic regression,
+      ``(1/N) sum log(1 + exp(-t f)) + (alpha/2) |theta|^2`` per class
+      (one-vs-rest for more than two classes; equal to scikit-learn's
+      ``LogisticRegression(C=1/(N alpha))``), solved by blockwise
+      Newton/IRLS (one pass per iteration) or, when the M x M Hessians are
+      too large, by L-BFGS with one pass per gradient
+      (:func:`dxrf.learners.logistic.fit_logistic`).
+
+    With a selector as ``features``, selection uses the same first pass
+    (supervised selectors see the +-1 class columns).
+
+    Parameters
+    ----------
+    features : feature map or selector, optional
+        Default ``RandomFourierFeatures(n_components=100, bandwidth="median")``.
+    loss : {"squared", "logistic"}, default="squared"
+    alpha : float, default=1e-3
+        L2 penalty (on the ``1/N``-normalised loss).
+    alphas : array-like, optional
+        Penalty grid validated from one pass (``loss="squared"`` only).
+    validation : float or bool array, optional
+        Validation rows for ``alphas`` (default 0.2 with ``alphas``).
+    fit_intercept : bool, default=True
+    solver : {"auto", "newton", "lbfgs", "newton-cg"}, default="auto"
+        Logistic solver.
+    max_iter : int, default=100
+        Logistic iterations.
+    tol : float, default=1e-8
+        Logistic gradient tolerance.
+    validation_seed : int, default=0
+        Seed of the hashed validation split.
+    random_state : int, RandomState, Generator or None
+        Seeds ``features`` when they have no ``random_state`` of their own.
+
+    Attributes
+    ----------
+    classes_ : ndarray
+    coef_ : ndarray of shape (1, M) or (n_classes, M)
+    intercept_ : ndarray of shape (1,) or (n_classes,)
+    alpha_ : float
+    alphas_, validation_errors_ : ndarray
+        With ``alphas`` (squared loss): the grid and the validation MSE on the +-1 targets.
+    n_iter_ : int
+        Logistic iterations.
+    n_passes_ : int
+        Reads of X made by ``fit``.
+    features_, kernel_, n_features_in_
+
+    References
+    ----------
+    .. [1] A. Rahimi and B. Recht, "Random features for large-scale kernel
+       machines", NeurIPS 2007.
+    """
+
+    def __init__(
+        self,
+        features: object = None,
+        *,
+        loss: str = "squared",
+        alpha: float = 1e-3,
+        alphas: object = None,
+        validation: object = None,
+        fit_intercept: bool = True,
+        solver: str = "auto",
+        max_iter: int = 100,
+        tol: float = 1e-8,
+        validation_seed: int = 0,
+        random_state: object = None,
+    ) -> None:
+        self.features = features
+        self.loss = loss
+        self.alpha = alpha
+        self.alphas = alphas
+        self.validation = validation
+        self.fit_intercept = fit_intercept
+        self.solver = solver
+        self.max_iter = max_iter
+        self.tol = tol
+        self.validation_seed = validation_seed
+        self.random_state = random_state
+
+    def fit(self, X: np.ndarray | da.Array, y: np.ndarray | da.Array) -> RandomFeatureClassifier:
+        """Fit the classifier.
+
+        Parameters
+        ----------
+        X : array-like or dask array of shape (n_samples, n_features)
+        y : array-like or dask array of shape (n_samples,)
+            Class labels.
+
+        Returns
+        -------
+        self
+        """
+        if self.loss not in LOSSES:
+            raise ValueError(f"loss must be one of {LOSSES}, got {self.loss!r}")
+        grid = check_alphas(self.alpha, self.alphas)
+        if self.loss == "logistic" and grid is not None:
+            raise ValueError("alphas (a one-pass penalty path) is available for loss='squared'; for logistic use alpha")
+        if self.loss == "logistic" and self.alpha <= 0:
+            raise ValueError(f"alpha must be positive for loss='logistic', got {self.alpha!r}")
+        X, y = self._validate_Xy(X, y, y_numeric=False, multi_output=False)
+        if not is_dask(y):
+            check_classification_targets(y)
+        if y.ndim == 2:
+            y = y[:, 0]
+        self.classes_ = _unique_labels(y)
+        if self.classes_.size < 2:
+            raise ValueError(f"y has {self.classes_.size} class; classification needs at least 2")
+        T = encode_classes(y, self.classes_)
+        if self.loss == "squared":
+            validation = self.validation if self.validation is not None else (0.2 if grid is not None else None)
+            train, valid = self._features_pass(
+                X, T, validation=validation, validation_seed=self.validation_seed,
+                task="classification", classes=self.classes_,
+            )
+            coef = self._solve_on_stats(train, valid, grid)
+            self.coef_ = coef.T
+            self.intercept_ = self._intercept
+            self.n_iter_ = 1
+            return self
+        return self._fit_logistic(X, T)
+
+    def _fit_logistic(self, X, T) -> RandomFeatureClassifier:
+        from .logistic import fit_logistic
+
+        features = self._make_features()
+        if is_selector(features):
+            # the selector needs the candidates' statistics: one pass
+            self._features_pass(X, T, task="classification", classes=self.classes_)
+        else:
+            features.fit(X)
+            self.features_ = features
+            self.kernel_ = features.kernel_
+            self.n_passes_ = int(isinstance(features.get_params().get("bandwidth"), str))
+        result = fit_logistic(
+            X, T, self.kernel_, alpha=float(self.alpha), solver=self.solver, max_iter=self.max_iter,
+            tol=self.tol, fit_intercept=self.fit_intercept,
+        )
+        self.alpha_ = float(self.alpha)
+        self.coef_ = np.asarray(result.coef).T
+        self.intercept_ = np.asarray(result.intercept)
+        self.n_iter_ = int(result.n_iter)
+        self.n_passes_ += int(result.n_passes)
+        self.solver_ = result.solver
+        self.converged_ = bool(result.converged)
+        return self
+
+    def decision_function(self, X: np.ndarray | da.Array) -> np.ndarray | da.Array:
+        """Scores: shape (n_samples,) for two classes, (n_samples, n_classes) otherwise."""
+        self._check_fitted()
+        X = self._validate_X(X, reset=False)
+        scores = linear_predict(X, self.kernel_, self.coef_.T, self.intercept_)
+        return scores[:, 0] if self.coef_.shape[0] == 1 else scores
+
+    def predict(self, X: np.ndarray | da.Array) -> np.ndarray | da.Array:
+        """Class labels (lazy for dask input)."""
+        scores = self.decision_function(X)
+        classes = self.classes_
+        if is_dask(scores):
+            if scores.ndim == 1:
+                return scores.map_blocks(lambda s: classes[(s > 0).astype(np.intp)], dtype=classes.dtype)
+            return scores.map_blocks(lambda s: classes[np.argmax(s, axis=1)], drop_axis=1, dtype=classes.dtype)
+        if scores.ndim == 1:
+            return classes[(scores > 0).astype(np.intp)]
+        return classes[np.argmax(scores, axis=1)]
+
+    def _is_logistic(self) -> bool:
+        return self.loss == "logistic"
+
+    @available_if(_is_logistic)
+    def predict_proba(self, X: np.ndarray | da.Array) -> np.ndarray | da.Array:
+        """Class probabilities (logistic loss only; one-vs-rest scores normalised for more classes)."""
+        scores = self.decision_function(X)
+
+        def proba(s: np.ndarray) -> np.ndarray:
+            if s.ndim == 1:
+                p = expit(s)
+                return np.column_stack([1.0 - p, p])
+            p = expit(s)
+            return p / p.sum(axis=1, keepdims=True)
+
+        if is_dask(scores):
+            k = max(2, self.classes_.size)
+            if scores.ndim == 1:
+                return scores.map_blocks(proba, new_axis=1, chunks=(scores.chunks[0], (k,)), dtype=np.float64)
+            return scores.map_blocks(proba, dtype=np.float64)
+        return proba(scores)
+
+    @available_if(_is_logistic)
+    def predict_log_proba(self, X: np.ndarray | da.Array) -> np.ndarray | da.Array:
+        """Logarithm of :meth:`predict_proba`."""
+        p = self.predict_proba(X)
+        return da.log(p) if is_dask(p) else np.log(p)

@@ -1,0 +1,180 @@
+"""Ridge regression on random features, with a one-pass penalty path."""
+
+from __future__ import annotations
+
+import numbers
+
+import dask.array as da
+import numpy as np
+from sklearn.base import RegressorMixin
+
+from ..stats import FeatureStats
+from ._base import RandomFeatureModel, linear_predict
+from .ridge_path import mse_from_stats, ridge_path, solve_ridge
+
+__all__ = ["RandomFeatureRidge", "check_alphas"]
+
+
+def check_alphas(alpha: object, alphas: object) -> np.ndarray | None:
+    """Validate ``alpha`` (a non-negative number) and ``alphas`` (None or a 1-d grid)."""
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not np.isfinite(alpha) or alpha < 0:
+        raise ValueError(f"alpha must be a non-negative number, got {alpha!r}")
+    if alphas is None:
+        return None
+    grid = np.atleast_1d(np.asarray(alphas, dtype=np.float64))
+    if grid.ndim != 1 or grid.size == 0 or not np.all(np.isfinite(grid)) or np.any(grid < 0):
+        raise ValueError(f"alphas must be a non-empty 1-d list of non-negative numbers, got {alphas!r}")
+    return grid
+
+
+class _RidgeSolveMixin:
+    """Choose alpha on validation statistics and solve; shared by the ridge regressor and classifier."""
+
+    def _solve_on_stats(self, train: FeatureStats, valid: FeatureStats | None, grid: np.ndarray | None) -> np.ndarray:
+        """Set alpha_, alphas_, validation_errors_, coef (M, k) and intercept (k,); return coef."""
+        if grid is not None:
+            if valid is None or valid.n == 0 or train.n == 0:
+                raise ValueError("the validation split left no training or no validation rows; change validation=")
+            path = ridge_path(train, grid, valid, fit_intercept=self.fit_intercept)
+            self.alphas_ = grid
+            self.validation_errors_ = path.validation_mse.mean(axis=1)
+            self.alpha_ = float(grid[path.best_index])
+        else:
+            self.alpha_ = float(self.alpha)
+            if valid is not None and valid.n > 0 and train.n > 0:
+                coef, b = solve_ridge(train, self.alpha_, self.fit_intercept)
+                self.validation_errors_ = np.atleast_1d(mse_from_stats(valid, coef, b).mean())
+        # the chosen model is refitted on all rows: the statistics simply add up, no pass
+        total = train if valid is None else train + valid
+        coef, intercept = solve_ridge(total, self.alpha_, self.fit_intercept)
+        self.train_mse_ = float(mse_from_stats(total, coef, intercept).mean())
+        self._coef = coef
+        self._intercept = intercept
+        return coef
+
+
+class RandomFeatureRidge(_RidgeSolveMixin, RegressorMixin, RandomFeatureModel):
+    """Ridge regression on random features, solved from one pass of statistics.
+
+    Minimises ``(1/N) |Y - Z theta - 1 beta^T|^2 + alpha |theta|^2`` with ``Z``
+    the random features of ``X`` (DESIGN section 2). ``fit`` makes one pass
+    over X: it accumulates ``Z^T Z``, ``Z^T Y`` and the sums for training and
+    validation rows at once; the exact solution (Cholesky) and, with
+    ``alphas``, the whole penalty path (one eigendecomposition) and each
+    penalty's validation error come from those statistics. When ``features``
+    is a selector (ELSS, EERF, LKRF) the candidates' pass is that same pass:
+    selection plus ridge is one pass.
+
+    Parameters
+    ----------
+    features : feature map or selector, optional
+        Default ``RandomFourierFeatures(n_components=100, bandwidth="median")``; cloned in ``fit``.
+    alpha : float, default=1e-3
+        Penalty when ``alphas`` is None.
+    alphas : array-like, optional
+        A grid of penalties; the one with the lowest validation MSE is chosen.
+    validation : float or bool array, optional
+        Validation rows: a fraction (rows chosen by a hash of the row index,
+        independent of chunking) or a boolean mask (True = validation).
+        Default 0.2 when ``alphas`` is given, else none.
+    fit_intercept : bool, default=True
+    validation_seed : int, default=0
+        Seed of the hashed validation split.
+    random_state : int, RandomState, Generator or None
+        Seeds ``features`` when they have no ``random_state`` of their own.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (M,) or (k, M)
+    intercept_ : float or ndarray of shape (k,)
+    alpha_ : float
+        The penalty used (chosen on validation with ``alphas``). The final
+        model is refitted on training plus validation rows, from the same
+        statistics (no extra pass).
+    alphas_ : ndarray of shape (P,)
+        The grid, when ``alphas`` was given.
+    validation_errors_ : ndarray of shape (P,) or (1,)
+        Validation MSE (mean over outputs) of each penalty, fitted on the
+        training rows only.
+    train_mse_ : float
+        MSE of the final model on the rows it was fitted on (exact, from the
+        statistics).
+    features_ : fitted feature map or selector
+    kernel_ : FeatureKernel
+    n_passes_ : int
+        Reads of X made by ``fit`` (1; plus 1 for a median bandwidth's sample).
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np, dxrf
+    >>> X = np.random.default_rng(0).normal(size=(500, 3)); y = np.sin(X[:, 0])
+    >>> model = dxrf.RandomFeatureRidge(dxrf.RandomFourierFeatures(50, random_state=0), alphas=[1e-4, 1e-2]).fit(X, y)
+    >>> model.n_passes_
+    1
+    """
+
+    def __init__(
+        self,
+        features: object = None,
+        *,
+        alpha: float = 1e-3,
+        alphas: object = None,
+        validation: object = None,
+        fit_intercept: bool = True,
+        validation_seed: int = 0,
+        random_state: object = None,
+    ) -> None:
+        self.features = features
+        self.alpha = alpha
+        self.alphas = alphas
+        self.validation = validation
+        self.fit_intercept = fit_intercept
+        self.validation_seed = validation_seed
+        self.random_state = random_state
+
+    def fit(self, X: np.ndarray | da.Array, y: np.ndarray | da.Array) -> RandomFeatureRidge:
+        """Fit in one pass over X.
+
+        Parameters
+        ----------
+        X : array-like or dask array of shape (n_samples, n_features)
+        y : array-like or dask array of shape (n_samples,) or (n_samples, k)
+
+        Returns
+        -------
+        self
+        """
+        grid = check_alphas(self.alpha, self.alphas)
+        X, y = self._validate_Xy(X, y, y_numeric=True, multi_output=True)
+        if not is_float(y):
+            y = y.astype(np.float64)
+        validation = self.validation if self.validation is not None else (0.2 if grid is not None else None)
+        train, valid = self._features_pass(X, y, validation=validation, validation_seed=self.validation_seed)
+        coef = self._solve_on_stats(train, valid, grid)
+        one_d = y.ndim == 1
+        self.coef_ = coef[:, 0] if one_d else coef.T
+        self.intercept_ = float(self._intercept[0]) if one_d else self._intercept
+        return self
+
+    def __sklearn_tags__(self):  # noqa: D105
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
+    def predict(self, X: np.ndarray | da.Array) -> np.ndarray | da.Array:
+        """Predict; lazy (fused with the features) for dask input.
+
+        Returns
+        -------
+        ndarray or dask array of shape (n_samples,) or (n_samples, k)
+        """
+        self._check_fitted()
+        X = self._validate_X(X, reset=False)
+        coef = self.coef_[:, None] if self.coef_.ndim == 1 else self.coef_.T
+        out = linear_predict(X, self.kernel_, coef, np.atleast_1d(self.intercept_))
+        return out[:, 0] if self.coef_.ndim == 1 else out
+
+
+def is_float(a: object) -> bool:
+    return np.issubdtype(a.dtype, np.floating)

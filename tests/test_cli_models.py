@@ -1,0 +1,104 @@
+"""`dxrf fit`, `dxrf predict` and `dxrf evaluate` as real subprocesses against a real scheduler."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import zarr
+from distributed import LocalCluster
+
+import dxrf
+import dxrf.io
+
+
+def run_dxrf(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dxrf.cli", *args], capture_output=True, text=True, timeout=300, env=dict(os.environ))
+
+
+@pytest.fixture(scope="module")
+def scheduler():
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        yield cluster.scheduler_address
+
+
+@pytest.fixture(scope="module")
+def datasets(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cli")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 4)) * np.array([1.0, 10.0, 0.1, 3.0]) + 5.0
+    y = np.sin(X[:, 0]) + 0.1 * X[:, 1] + 0.05 * rng.normal(size=3000)
+    labels = np.where(X[:, 0] + 0.1 * X[:, 1] > 6.0, "yes", "no")
+    paths = {}
+    for name, target in [("reg", y), ("clf", labels)]:
+        for part, rows in [("train", slice(0, 2400)), ("test", slice(2400, None))]:
+            path = root / f"{name}-{part}.zarr"
+            dxrf.io.write_zarr(X[rows], path, y=target[rows], chunk_rows=500, columns=["a", "b", "c", "d"],
+                               classes=["no", "yes"] if name == "clf" else None)
+            paths[name, part] = str(path)
+    return paths, X, y, labels
+
+
+def test_fit_predict_evaluate_regression(scheduler, datasets, tmp_path):
+    paths, X, y, _ = datasets
+    model_path = tmp_path / "reg.model"
+    proc = run_dxrf(
+        "fit", paths["reg", "train"], "--features", "rff", "--kernel", "gaussian", "--bandwidth", "median",
+        "--select", "elss", "--n-components", "60", "--model", "ridge", "--alphas", "1e-6,1e-3,1e-1",
+        "--standardize", "--scale-y", "--out", str(model_path), "--scheduler", scheduler,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "validation MSE" in proc.stdout and "<- chosen" in proc.stdout and "training MSE" in proc.stdout
+    model, meta = dxrf.load(model_path, with_metadata=True)
+    assert isinstance(model, dxrf.RandomFeatureRidge) and model.kernel_.n_components == 60
+    assert model.n_passes_ == 2  # the statistics pass, plus the median bandwidth's row sample
+
+    pred_path = tmp_path / "pred.zarr"
+    proc = run_dxrf("predict", str(model_path), paths["reg", "test"], "--out", str(pred_path), "--scheduler", scheduler)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    pred = zarr.open_group(str(pred_path), mode="r")["y_pred"][...]
+    Xt = (X[2400:].astype(np.float32) - meta["x_mean"].astype(np.float32)) / meta["x_std"].astype(np.float32)
+    expected = (model.predict(Xt) + 1.0) * (meta["y_max"] - meta["y_min"]) / 2.0 + meta["y_min"]
+    np.testing.assert_allclose(pred, expected, rtol=1e-5, atol=1e-5)
+    assert np.mean((pred - y[2400:]) ** 2) < 0.5 * np.var(y[2400:])  # it learned something
+
+    proc = run_dxrf("evaluate", str(model_path), paths["reg", "test"], "--scheduler", scheduler)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    r2 = float(proc.stdout.split("R2:")[1].split()[0])
+    assert r2 > 0.5
+
+
+@pytest.mark.parametrize("model", ["ridge", "logistic"])
+def test_fit_and_evaluate_classification(scheduler, datasets, tmp_path, model):
+    paths, X, _, labels = datasets
+    model_path = tmp_path / f"clf-{model}.model"
+    proc = run_dxrf(
+        "fit", paths["clf", "train"], "--select", "eerf", "--n-components", "40", "--model", model,
+        "--standardize", "--out", str(model_path), "--scheduler", scheduler,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    loaded = dxrf.load(model_path)
+    assert isinstance(loaded, dxrf.RandomFeatureClassifier) and loaded.loss == ("logistic" if model == "logistic" else "squared")
+    proc = run_dxrf("evaluate", str(model_path), paths["clf", "test"], "--scheduler", scheduler)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert float(proc.stdout.split("accuracy:")[1].split()[0]) > 0.85
+
+
+def test_predict_errors_leave_nothing_behind(scheduler, datasets, tmp_path):
+    paths, *_ = datasets
+    model_path = tmp_path / "m.model"
+    assert run_dxrf("fit", paths["reg", "train"], "--n-components", "20", "--out", str(model_path), "--scheduler", scheduler).returncode == 0
+    # data with other columns than the model's
+    other = tmp_path / "other.zarr"
+    dxrf.io.write_zarr(np.zeros((10, 3)), other, columns=["a", "b", "x"])
+    out = tmp_path / "pred.zarr"
+    proc = run_dxrf("predict", str(model_path), str(other), "--out", str(out), "--scheduler", scheduler)
+    assert proc.returncode == 2 and "columns" in proc.stderr and "Traceback" not in proc.stderr
+    assert not out.exists() and not list(tmp_path.glob("pred.zarr.tmp-*"))
+    proc = run_dxrf("fit", paths["reg", "train"], "--model", "logistic", "--out", str(tmp_path / "x"), "--scheduler", scheduler)
+    assert proc.returncode == 2 and "classification" in proc.stderr
+    proc = run_dxrf("fit", paths["reg", "train"], "--bandwidth", "wide", "--out", str(tmp_path / "x"))
+    assert proc.returncode == 2 and "bandwidth" in proc.stderr
