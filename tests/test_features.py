@@ -8,7 +8,6 @@ import dask.array as da
 import numpy as np
 import pytest
 import scipy.linalg
-from scipy.spatial.distance import pdist
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import Ridge

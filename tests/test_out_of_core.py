@@ -14,7 +14,6 @@ import subprocess
 import sys
 import textwrap
 
-import dask.array as da
 import numpy as np
 import pytest
 from distributed import Client, LocalCluster

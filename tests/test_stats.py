@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 
 import dask.array as da
 import numpy as np

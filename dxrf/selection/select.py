@@ -28,7 +28,7 @@ import numpy as np
 
 from .._validation import make_rng
 from ..stats import FeatureStats
-from .leverage import GramSpectrum, gram_spectrum, leverage_scores
+from .leverage import GramSpectrum, leverage_scores
 from .lkrf import lkrf_weights
 
 __all__ = [
