@@ -9,6 +9,7 @@ errors) is small dense algebra on the M x M result.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import numbers
 from collections.abc import Sequence
@@ -190,41 +191,168 @@ def hashed_split(start: int, stop: int, fraction: float, seed: int = 0) -> np.nd
 
 _SYRK = {np.dtype(np.float32): blas.ssyrk, np.dtype(np.float64): blas.dsyrk}
 
+# Rows of the Gram processed at a time by the compensated sums: keeps their
+# temporaries small and in cache.
+_SUM_ROWS = 256
 
-def _group_stats(X: np.ndarray, Y: np.ndarray | None, kernel: FeatureKernel, tile_rows: int) -> FeatureStats:
-    n = X.shape[0]
-    m = kernel.n_components
-    k = None if Y is None else Y.shape[1]
-    stats = FeatureStats.zeros(m, k)
-    stats.n = n
-    if n == 0:
+
+class _Sums:
+    """Compensated (double-double) running sums of the statistics of one group of rows.
+
+    Every tile contributes its float32 (or float64) Gram, feature sum, cross
+    products and target moments; they are added into ``hi + lo`` pairs with
+    error-free transformations. The final ``hi + lo`` is the exact sum rounded
+    once, so it does not depend on the order in which tiles and partial sums
+    are added: the statistics are bitwise identical across chunkings and
+    worker counts (tiles themselves follow a global grid of row indices).
+    """
+
+    def __init__(self, m: int, k: int | None) -> None:
+        self.n = 0
+        self.m = m
+        self.k = k
+        self.hi = {"gram": np.zeros((m, m)), "sum": np.zeros(m)}
+        if k is not None:
+            self.hi.update(cross=np.zeros((m, k)), ysum=np.zeros(k), yy=np.zeros((k, k)))
+        self.lo = {key: np.zeros_like(v) for key, v in self.hi.items()}
+
+    def _scratch(self, shape: tuple[int, ...]) -> np.ndarray:
+        if getattr(self, "_buf", None) is None or self._buf.size < 3 * int(np.prod(shape)):
+            self._buf = np.empty(3 * max(int(np.prod(shape)), _SUM_ROWS * self.m))
+        return self._buf[: 3 * int(np.prod(shape))].reshape((3,) + shape)
+
+    def _bands(self):
+        for r0 in range(0, self.m, _SUM_ROWS):
+            yield r0, min(r0 + _SUM_ROWS, self.m)
+
+    def add(self, key: str, x: np.ndarray) -> None:
+        hi, lo = self.hi[key], self.lo[key]
+        if key == "gram":
+            # upper triangle only, a band of rows at a time
+            for r0, r1 in self._bands():
+                band = (slice(r0, r1), slice(r0, None))
+                _compensated_add(hi[band], lo[band], x[band], self._scratch((r1 - r0, self.m - r0)))
+        else:
+            _compensated_add(hi, lo, x, self._scratch(hi.shape))
+
+    def merge(self, other: _Sums) -> _Sums:
+        self.n += other.n
+        for key in self.hi:
+            bands = [(slice(r0, r1), slice(r0, None)) for r0, r1 in self._bands()] if key == "gram" else [...]
+            for band in bands:
+                hi, lo = self.hi[key][band], self.lo[key][band]
+                _compensated_add(hi, lo, other.hi[key][band], self._scratch(hi.shape))
+                lo += other.lo[key][band]
+        return self
+
+    def __getstate__(self) -> dict:
+        # scratch space is not worth shipping between workers
+        state = dict(self.__dict__)
+        state["_buf"] = None
+        return state
+
+    def finish(self, scale: np.ndarray) -> FeatureStats:
+        total = {key: self.hi[key] + self.lo[key] for key in self.hi}
+        upper = np.triu(total["gram"])
+        gram = upper + np.triu(upper, 1).T
+        gram *= np.outer(scale, scale)
+        stats = FeatureStats(gram, total["sum"] * scale, self.n)
+        if self.k is not None:
+            stats.cross = total["cross"] * scale[:, None]
+            stats.ysum = total["ysum"]
+            stats.yy = total["yy"]
         return stats
-    dtype = kernel.dtype
-    syrk = _SYRK[dtype]
-    tile_rows = min(tile_rows, n)
-    buf = np.empty((tile_rows, m), dtype=dtype)
-    tile_gram = np.zeros((m, m), dtype=dtype, order="F")
-    for lo in range(0, n, tile_rows):
-        hi = min(lo + tile_rows, n)
-        Z = kernel.raw(X[lo:hi], out=buf[: hi - lo])
-        # rank-k update of the upper triangle in the feature dtype; sums over tiles in float64
-        tile_gram = syrk(1.0, Z.T, beta=0.0, c=tile_gram, trans=0, lower=0, overwrite_c=1)
-        stats.gram += tile_gram
-        stats.sum += Z.sum(axis=0, dtype=np.float64)
+
+
+def _compensated_add(hi: np.ndarray, lo: np.ndarray, x: np.ndarray, scratch: np.ndarray | None = None) -> None:
+    """``(hi, lo) += x`` by Knuth's TwoSum: ``hi`` gets the rounded sum, ``lo`` its exact error.
+
+    ``scratch`` (optional, shape ``(3,) + hi.shape``, float64) avoids
+    allocating temporaries, whose first touch is slow on this class of machine.
+    """
+    if scratch is None:
+        scratch = np.empty((3,) + hi.shape)
+    s, bp, err = scratch[0], scratch[1], scratch[2]
+    np.add(hi, x, out=s)
+    np.subtract(s, hi, out=bp)
+    np.subtract(s, bp, out=err)
+    np.subtract(hi, err, out=err)  # hi - (s - bp), exact
+    np.subtract(x, bp, out=bp)  # x - bp, exact
+    err += bp
+    lo += err
+    hi[...] = s
+
+
+def _tile_grid(start: int, stop: int, tile_rows: int) -> list[tuple[int, int]]:
+    """The global tiles ``[t T, (t+1) T)`` intersected with the rows ``[start, stop)``."""
+    out = []
+    t = start // tile_rows
+    while t * tile_rows < stop:
+        out.append((max(start, t * tile_rows), min(stop, (t + 1) * tile_rows)))
+        t += 1
+    return out
+
+
+class _TileWorker:
+    """Per-task buffers and the statistics of whole tiles of rows."""
+
+    def __init__(self, kernel: FeatureKernel, tile_rows: int, n_targets: int | None, groups: int) -> None:
+        self.kernel = kernel
+        m = kernel.n_components
+        self.buf = np.empty((tile_rows, m), dtype=kernel.dtype)
+        self.gram = np.zeros((m, m), dtype=kernel.dtype, order="F")
+        self.syrk = _SYRK[kernel.dtype]
+        self.sums = [_Sums(m, n_targets) for _ in range(groups)]
+
+    def add_tile(self, X: np.ndarray, Y: np.ndarray | None, mask: np.ndarray | None) -> None:
+        """Add one global tile (its train rows to group 0, validation rows to group 1)."""
+        if mask is None:
+            self._add_rows(0, X, Y)
+            return
+        for g, rows in enumerate((~mask, mask)):
+            if rows.any():
+                self._add_rows(g, X[rows], None if Y is None else Y[rows])
+
+    def _add_rows(self, g: int, X: np.ndarray, Y: np.ndarray | None) -> None:
+        n = X.shape[0]
+        if n == 0:
+            return
+        sums = self.sums[g]
+        Z = self.kernel.raw(X, out=self.buf[:n])
+        self.gram = self.syrk(1.0, Z.T, beta=0.0, c=self.gram, trans=0, lower=0, overwrite_c=1)
+        sums.add("gram", self.gram)
+        sums.add("sum", Z.sum(axis=0, dtype=np.float64))
         if Y is not None:
-            Yt = Y[lo:hi]
-            stats.cross += Z.T @ Yt.astype(dtype)
-            stats.ysum += Yt.sum(axis=0)
-            stats.yy += Yt.T @ Yt
-    upper = np.triu(stats.gram)
-    gram = upper + np.triu(upper, 1).T
-    s = kernel.scale
-    gram *= np.outer(s, s)
-    stats.gram = gram
-    stats.sum *= s
-    if Y is not None:
-        stats.cross *= s[:, None]
-    return stats
+            sums.add("cross", (Z.T @ Y.astype(Z.dtype)).astype(np.float64))
+            sums.add("ysum", Y.sum(axis=0))
+            sums.add("yy", Y.T @ Y)
+        sums.n += n
+
+
+def _check_block(X: np.ndarray, y: np.ndarray | None, kernel: FeatureKernel, row_offset: int):
+    X = np.asarray(X)
+    if X.dtype.kind not in "biuf":
+        raise TypeError(f"X must hold numbers (bool, integer or float), got dtype {X.dtype}")
+    if X.ndim != 2 or X.shape[1] != kernel.n_features_in:
+        raise ValueError(f"X block has shape {X.shape}; the feature map expects {kernel.n_features_in} columns")
+    if not np.isfinite(X).all():
+        bad = int(np.flatnonzero(~np.isfinite(X).all(axis=1))[0]) + row_offset
+        raise ValueError(f"X contains NaN or infinity (first at row {bad})")
+    Y = None
+    if y is not None:
+        Y = np.asarray(y)
+        if Y.dtype.kind not in "biuf":
+            raise TypeError(f"y must hold numbers (bool, integer or float), got dtype {Y.dtype}")
+        Y = Y.astype(np.float64, copy=False).reshape(X.shape[0], -1)
+        if not np.isfinite(Y).all():
+            bad = int(np.flatnonzero(~np.isfinite(Y).all(axis=1))[0]) + row_offset
+            raise ValueError(f"y contains NaN or infinity (first at row {bad})")
+    return X, Y
+
+
+def _default_tile_rows(kernel: FeatureKernel) -> int:
+    opts = get_options()
+    return max(opts.min_tile_rows, opts.tile_bytes // (kernel.n_components * kernel.dtype.itemsize))
 
 
 def block_stats(
@@ -241,7 +369,10 @@ def block_stats(
 
     Features are computed tile by tile into one reused buffer (the projection,
     the activation in place, then a symmetric rank-k update), so memory stays
-    at one tile of features however large the block.
+    at one tile of features however large the block. Tiles follow the global
+    grid of row indices ``[t T, (t+1) T)`` (``row_offset`` is the global index
+    of the first row), and tiles are summed with compensated arithmetic, so
+    the result does not depend on how the rows were split into blocks.
 
     Parameters
     ----------
@@ -251,43 +382,30 @@ def block_stats(
     mask : bool ndarray of shape (n,), optional
         Marks validation rows; then a pair ``(train, validation)`` is returned.
     tile_rows : int, optional
-        Rows per tile; by default from :func:`dxrf.get_options`.
+        Rows per tile ``T``; by default from :func:`dxrf.get_options`.
     blas_threads : int, optional
         Limit BLAS threads for this call (``None`` leaves them alone).
     row_offset : int
-        Global index of the first row, only used in error messages.
+        Global index of the first row.
 
     Returns
     -------
     FeatureStats, or (FeatureStats, FeatureStats) when ``mask`` is given.
     """
-    X = np.asarray(X)
-    if X.ndim != 2 or X.shape[1] != kernel.n_features_in:
-        raise ValueError(f"X block has shape {X.shape}; the feature map expects {kernel.n_features_in} columns")
-    if not np.isfinite(X).all():
-        bad = int(np.flatnonzero(~np.isfinite(X).all(axis=1))[0]) + row_offset
-        raise ValueError(f"X contains NaN or infinity (first at row {bad})")
-    Y = None
-    if y is not None:
-        Y = np.asarray(y, dtype=np.float64).reshape(X.shape[0], -1)
-        if not np.isfinite(Y).all():
-            bad = int(np.flatnonzero(~np.isfinite(Y).all(axis=1))[0]) + row_offset
-            raise ValueError(f"y contains NaN or infinity (first at row {bad})")
-    if tile_rows is None:
-        opts = get_options()
-        tile_rows = max(opts.min_tile_rows, opts.tile_bytes // (kernel.n_components * kernel.dtype.itemsize))
-    limiter = threadpool_limits(blas_threads, user_api="blas") if blas_threads else _nullcontext()
-    with limiter:
-        if mask is None:
-            return _group_stats(X, Y, kernel, tile_rows)
+    X, Y = _check_block(X, y, kernel, row_offset)
+    if mask is not None:
         mask = np.asarray(mask, dtype=bool).reshape(-1)
         if mask.shape[0] != X.shape[0]:
             raise ValueError(f"split mask has {mask.shape[0]} rows; X block has {X.shape[0]}")
-        out = []
-        for rows in (~mask, mask):
-            Yg = None if Y is None else Y[rows]
-            out.append(_group_stats(X[rows], Yg, kernel, tile_rows))
-        return out[0], out[1]
+    tile_rows = tile_rows or _default_tile_rows(kernel)
+    limiter = threadpool_limits(blas_threads, user_api="blas") if blas_threads else _nullcontext()
+    with limiter:
+        worker = _TileWorker(kernel, tile_rows, None if Y is None else Y.shape[1], 1 if mask is None else 2)
+        for lo, hi in _tile_grid(row_offset, row_offset + X.shape[0], tile_rows):
+            a, b = lo - row_offset, hi - row_offset
+            worker.add_tile(X[a:b], None if Y is None else Y[a:b], None if mask is None else mask[a:b])
+    out = tuple(s.finish(kernel.scale) for s in worker.sums)
+    return out[0] if mask is None else out
 
 
 class _nullcontext:
@@ -318,19 +436,58 @@ def resolve_kernel(features: object, X: np.ndarray | da.Array | None = None) -> 
     return kernel
 
 
-def _task(X, y, mask, kernel, start, fraction, seed, tile_rows, blas_threads):
+def _chunk_task(X, y, mask, kernel, start, n_total, fraction, seed, tile_rows, blas_threads, groups):
+    """One row chunk: sums of the global tiles it holds whole, and the fragments of the others.
+
+    A tile cut by a chunk boundary is not summed here: its rows (X is narrow,
+    so they are small) go to a fix-up task that joins the pieces, so every
+    tile's float32 Gram is computed from the same rows however X is chunked.
+    """
+    X, Y = _check_block(X, y, kernel, start)
     if fraction is not None:
         mask = hashed_split(start, start + X.shape[0], fraction, seed)
-    return block_stats(X, y, kernel, mask, tile_rows=tile_rows, blas_threads=blas_threads, row_offset=start)
+    elif mask is not None:
+        mask = np.asarray(mask, dtype=bool).reshape(-1)
+    worker = _TileWorker(kernel, tile_rows, None if Y is None else Y.shape[1], groups)
+    fragments = {}
+    limiter = threadpool_limits(blas_threads, user_api="blas") if blas_threads else _nullcontext()
+    with limiter:
+        for lo, hi in _tile_grid(start, start + X.shape[0], tile_rows):
+            t = lo // tile_rows
+            a, b = lo - start, hi - start
+            rows = (X[a:b], None if Y is None else Y[a:b], None if mask is None else mask[a:b])
+            if lo == t * tile_rows and hi == min((t + 1) * tile_rows, n_total):
+                worker.add_tile(*rows)
+            else:
+                fragments[t] = (lo,) + tuple(None if r is None else r.copy() for r in rows)
+    return worker.sums, fragments
+
+
+def _fixup_task(t, kernel, tile_rows, blas_threads, groups, *fragment_maps):
+    """Sum one tile whose rows were split between consecutive chunks."""
+    pieces = sorted((fm[t] for fm in fragment_maps if t in fm), key=lambda p: p[0])
+    X = np.concatenate([p[1] for p in pieces])
+    Y = None if pieces[0][2] is None else np.concatenate([p[2] for p in pieces])
+    mask = None if pieces[0][3] is None else np.concatenate([p[3] for p in pieces])
+    worker = _TileWorker(kernel, tile_rows, None if Y is None else Y.shape[1], groups)
+    limiter = threadpool_limits(blas_threads, user_api="blas") if blas_threads else _nullcontext()
+    with limiter:
+        worker.add_tile(X, Y, mask)
+    return worker.sums
 
 
 def _merge(*parts):
-    if isinstance(parts[0], tuple):
-        return tuple(_merge(*group) for group in zip(*parts))
-    total = parts[0]
+    """Add lists of per-group compensated sums (order does not matter)."""
+    total = [copy.deepcopy(s) for s in parts[0]]  # never mutate a task's input
     for p in parts[1:]:
-        total = total + p
+        for acc, other in zip(total, p):
+            acc.merge(other)
     return total
+
+
+def _finish(sums, scale):
+    out = tuple(s.finish(scale) for s in sums)
+    return out[0] if len(out) == 1 else out
 
 
 def _as_row_blocks(a: object, chunks: tuple[int, ...], name: str, n: int) -> list | None:
@@ -442,16 +599,29 @@ def accumulate(
     starts = np.concatenate([[0], np.cumsum(chunks)[:-1]]).astype(int)
     token = dask.base.tokenize(kernel)
     kernel_d = dask.delayed(kernel, pure=True, name=f"dxrf-kernel-{token}")
+    groups = 1 if (fraction is None and split is None) else 2
     # fresh keys on every call: a pass is a pass, never a lookup of a result
     # still held by the scheduler from an earlier call
-    task = dask.delayed(_task, pure=False)
-    parts = [
-        task(xb, yb, mb, kernel_d, int(s), fraction, split_seed, tile_rows, opts.blas_threads)
-        for xb, yb, mb, s in zip(x_blocks, y_blocks, m_blocks, starts)
-    ]
+    task = dask.delayed(_chunk_task, pure=False, nout=2)
+    parts, fragments = [], []
+    for xb, yb, mb, s in zip(x_blocks, y_blocks, m_blocks, starts):
+        sums, frags = task(xb, yb, mb, kernel_d, int(s), n, fraction, split_seed, tile_rows, opts.blas_threads, groups)
+        parts.append(sums)
+        fragments.append(frags)
+    # tiles cut by chunk boundaries, and the chunks holding their pieces
+    holders: dict[int, list[int]] = {}
+    for i, (s, c) in enumerate(zip(starts, chunks)):
+        for lo, hi in _tile_grid(int(s), int(s) + c, tile_rows):
+            t = lo // tile_rows
+            if not (lo == t * tile_rows and hi == min((t + 1) * tile_rows, n)):
+                holders.setdefault(t, []).append(i)
+    fixup = dask.delayed(_fixup_task, pure=False)
+    for t, owners in sorted(holders.items()):
+        parts.append(fixup(t, kernel_d, tile_rows, opts.blas_threads, groups, *[fragments[i] for i in owners]))
     fan_in = split_every or opts.split_every
     merge = dask.delayed(_merge, pure=False)
     while len(parts) > 1:
         parts = [merge(*parts[i : i + fan_in]) for i in range(0, len(parts), fan_in)]
+    result = dask.delayed(_finish, pure=False)(parts[0], kernel.scale)
     show = opts.progress if progress is None else progress
-    return compute(parts[0], progress=show)
+    return compute(result, progress=show)
