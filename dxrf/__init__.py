@@ -12,7 +12,13 @@ from .features import (
     RandomMaxoutFeatures,
     RandomReLUFeatures,
 )
-from .learners import RandomFeatureClassifier, RandomFeatureRidge
+from .learners import (
+    RandomFeatureClassifier,
+    RandomFeaturePCA,
+    RandomFeatureRidge,
+    RandomFeatureSGDClassifier,
+    RandomFeatureSGDRegressor,
+)
 from .options import get_options, options, set_options
 from .persist import load, save
 from .selection import (
@@ -40,6 +46,9 @@ __all__ = [
     "accumulate",
     "RandomFeatureRidge",
     "RandomFeatureClassifier",
+    "RandomFeatureSGDRegressor",
+    "RandomFeatureSGDClassifier",
+    "RandomFeaturePCA",
     "LeverageScoreSampler",
     "EnergyScoreSelector",
     "KernelAlignmentSelector",

@@ -2,13 +2,18 @@
 
 from ._base import RandomFeatureModel, linear_predict
 from .classifier import RandomFeatureClassifier
+from .pca import RandomFeaturePCA
 from .ridge import RandomFeatureRidge
 from .ridge_path import RidgePath, mse_from_stats, ridge_path, solve_ridge
+from .sgd import RandomFeatureSGDClassifier, RandomFeatureSGDRegressor
 
 __all__ = [
     "RandomFeatureModel",
     "RandomFeatureRidge",
     "RandomFeatureClassifier",
+    "RandomFeatureSGDRegressor",
+    "RandomFeatureSGDClassifier",
+    "RandomFeaturePCA",
     "RidgePath",
     "ridge_path",
     "solve_ridge",

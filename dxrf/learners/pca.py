@@ -1,0 +1,261 @@
+"""Principal components of random features (randomized nonlinear component analysis).
+
+PCA of the feature vectors ``z(x)``: with Fourier features it approximates
+kernel PCA (Lopez-Paz et al., 2014); with maxout features it gives the maxout
++ PCA embeddings of Mroueh, Rennie & Goel. The feature covariance comes from
+the one pass of :func:`dxrf.accumulate` (``sum z`` and ``Z^T Z``); the
+components are its top eigenvectors; ``transform`` maps rows without ever
+materialising ``Z`` (a fused ``map_blocks`` for dask input).
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import dask
+import dask.array as da
+import numpy as np
+import scipy.linalg
+from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.utils.validation import check_is_fitted
+
+from .._validation import check_dask_matrix, is_dask
+from ..features.kernel import FeatureKernel
+from ._base import RandomFeatureModel
+
+__all__ = ["RandomFeaturePCA"]
+
+
+def _project_block(X: np.ndarray, kernel: FeatureKernel, mean: np.ndarray, components: np.ndarray, scale: np.ndarray | None) -> np.ndarray:
+    # features die inside the block: only the (n, n_components) projection leaves it
+    Z = kernel(X).astype(np.float64, copy=False)
+    Z -= mean
+    out = Z @ components.T
+    if scale is not None:
+        out /= scale
+    return out
+
+
+def _inverse_block(T: np.ndarray, mean: np.ndarray, components: np.ndarray, scale: np.ndarray | None) -> np.ndarray:
+    T = np.asarray(T, dtype=np.float64)
+    if scale is not None:
+        T = T * scale
+    return T @ components + mean
+
+
+class RandomFeaturePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RandomFeatureModel):
+    """PCA of random features from one pass: approximate kernel PCA.
+
+    ``fit`` draws the features (or runs a selector), accumulates ``sum z`` and
+    ``Z^T Z`` in ONE pass, forms the centred covariance
+    ``C = (1/N) sum (z - mean)(z - mean)^T`` (``M x M``) and keeps its top
+    eigenvectors (``scipy.linalg.eigh`` with ``subset_by_index``). ``transform``
+    is ``(z(X) - mean_) @ components_.T``: eager for NumPy, a lazy fused
+    ``map_blocks`` for dask input, so ``Z`` is never materialised.
+
+    Parameters
+    ----------
+    n_components : int, float or None, default=2
+        Components kept: an int ``<= min(n_samples, M)``; a float in (0, 1),
+        the smallest number whose explained variance ratio reaches it; or
+        None for all ``M`` (at most ``n_samples``).
+    features : feature map or selector, default=None
+        A dxrf feature map (``RandomFourierFeatures``, ``RandomMaxoutFeatures``,
+        ...) or an unsupervised selector (``LeverageScoreSampler``). ``None``
+        is ``RandomFourierFeatures(100, bandwidth="median")``. A map without a ``random_state`` is
+        seeded from ``random_state``.
+    whiten : bool, default=False
+        Divide the projections by ``sqrt(explained_variance_)`` so that they
+        have unit variance (scikit-learn's convention, ``n - 1`` divisor).
+    random_state : int, RandomState, Generator or None
+        Seed of the feature map when it has none.
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_components_, M)
+        Principal axes in feature space, by decreasing variance. Signs follow
+        scikit-learn: the largest absolute entry of each axis is positive.
+    explained_variance_ : ndarray of shape (n_components_,)
+        Variance along each axis, with the ``n - 1`` divisor of
+        :class:`sklearn.decomposition.PCA`.
+    explained_variance_ratio_ : ndarray of shape (n_components_,)
+        Fraction of the total feature variance.
+    singular_values_ : ndarray of shape (n_components_,)
+        Singular values of the centred feature matrix.
+    mean_ : ndarray of shape (M,)
+        Mean feature vector.
+    n_components_ : int
+    n_samples_ : int
+    features_ : feature map or selector
+    kernel_ : FeatureKernel
+    n_passes_ : int
+        Reads of X by ``fit`` (1, plus one for a ``"median"`` bandwidth).
+    n_features_in_ : int
+
+    References
+    ----------
+    .. [1] D. Lopez-Paz, S. Sra, A. Smola, Z. Ghahramani and B. Schölkopf,
+       "Randomized nonlinear component analysis", ICML 2014.
+    .. [2] Y. Mroueh, S. Rennie and V. Goel, "Random maxout features",
+       arXiv:1506.03705, 2015.
+    .. [3] A. Rahimi and B. Recht, "Random features for large-scale kernel
+       machines", NeurIPS 2007.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dxrf.learners.pca import RandomFeaturePCA
+    >>> X = np.random.default_rng(0).normal(size=(200, 3))
+    >>> RandomFeaturePCA(2, random_state=0).fit_transform(X).shape
+    (200, 2)
+    """
+
+    def __init__(self, n_components: float | None = 2, *, features: object = None, whiten: bool = False, random_state: object = None) -> None:
+        self.n_components = n_components
+        self.features = features
+        self.whiten = whiten
+        self.random_state = random_state
+
+    def _check_params(self) -> None:
+        if not isinstance(self.whiten, (bool, np.bool_)):
+            raise ValueError(f"whiten must be True or False, got {self.whiten!r}")  # noqa: TRY004 (sklearn: ValueError)
+        nc = self.n_components
+        if nc is None:
+            return
+        if isinstance(nc, bool) or not isinstance(nc, numbers.Real):
+            raise ValueError(f"n_components must be a positive int, a float in (0, 1) or None, got {nc!r}")  # noqa: TRY004
+        if isinstance(nc, numbers.Integral):
+            if nc < 1:
+                raise ValueError(f"n_components must be a positive int, a float in (0, 1) or None, got {nc!r}")
+        elif not 0 < nc < 1:
+            raise ValueError(f"n_components must be a positive int, a float in (0, 1) or None, got {nc!r}")
+
+    def fit(self, X: np.ndarray | da.Array, y: object = None) -> RandomFeaturePCA:
+        """Draw the features and find their principal axes in one pass.
+
+        Parameters
+        ----------
+        X : array-like or dask array of shape (n_samples, n_features)
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        self._check_params()
+        X = self._validate_X(X, reset=True)
+        stats, _ = self._features_pass(X, None)
+        n, m = stats.n, stats.n_components
+        limit = min(n, m)
+        nc = self.n_components
+        if isinstance(nc, numbers.Integral) and not isinstance(nc, bool) and nc > limit:
+            raise ValueError(
+                f"n_components={nc} must be <= min(n_samples={n}, n_features_out={m}) = {limit}"
+            )
+        cov = stats.covariance()
+        cov = (cov + cov.T) / 2
+        if nc is None or isinstance(nc, float):
+            evals, evecs = scipy.linalg.eigh(cov, check_finite=False)
+        else:
+            evals, evecs = scipy.linalg.eigh(cov, subset_by_index=[m - nc, m - 1], check_finite=False)
+        evals, evecs = np.maximum(evals[::-1], 0.0), evecs[:, ::-1]
+        total = float(np.trace(cov))
+        ratio = evals / total if total > 0 else np.zeros_like(evals)
+        if nc is None:
+            keep = limit
+        elif isinstance(nc, float):
+            keep = min(int(np.searchsorted(np.cumsum(ratio), nc, side="left")) + 1, limit)
+        else:
+            keep = int(nc)
+        evals, evecs, ratio = evals[:keep], evecs[:, :keep], ratio[:keep]
+        # scikit-learn's sign convention: the largest |entry| of each axis is positive
+        big = np.argmax(np.abs(evecs), axis=0)
+        evecs = evecs * np.sign(evecs[big, np.arange(keep)])
+        ddof = max(n - 1, 1)
+        self.components_ = np.ascontiguousarray(evecs.T)
+        self.explained_variance_ = evals * n / ddof
+        self.explained_variance_ratio_ = ratio
+        self.singular_values_ = np.sqrt(evals * n)
+        self.mean_ = stats.mean()
+        self.n_components_ = keep
+        self.n_samples_ = n
+        return self
+
+    @property
+    def _n_features_out(self) -> int:
+        return self.components_.shape[0]
+
+    def _whiten_scale(self) -> np.ndarray | None:
+        if not self.whiten:
+            return None
+        scale = np.sqrt(self.explained_variance_)
+        return np.where(scale > 0, scale, 1.0)
+
+    def transform(self, X: np.ndarray | da.Array) -> np.ndarray | da.Array:
+        """Project rows on the principal axes.
+
+        Parameters
+        ----------
+        X : array-like or dask array of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray or dask array of shape (n_samples, n_components_)
+            Float64. For dask input a lazy array: one fused task per row
+            chunk computes the features and projects them.
+        """
+        check_is_fitted(self, "components_")
+        X = self._validate_X(X, reset=False)
+        scale = self._whiten_scale()
+        if not is_dask(X):
+            return _project_block(np.asarray(X), self.kernel_, self.mean_, self.components_, scale)
+        X = check_dask_matrix(X, n_features=self.kernel_.n_features_in)
+        token = dask.base.tokenize(self.kernel_)
+        kernel_d = dask.delayed(self.kernel_, pure=True, name=f"dxrf-kernel-{token}")
+        return X.map_blocks(
+            _project_block,
+            kernel_d,
+            self.mean_,
+            self.components_,
+            scale,
+            chunks=(X.chunks[0], (self.n_components_,)),
+            dtype=np.float64,
+            meta=np.empty((0, 0), dtype=np.float64),
+            name=f"dxrf-rfpca-{dask.base.tokenize(X, token, self.components_, self.mean_, scale)}",
+        )
+
+    def inverse_transform(self, X: np.ndarray | da.Array) -> np.ndarray | da.Array:
+        """Map projections back to FEATURE space (not to the inputs).
+
+        Parameters
+        ----------
+        X : array-like or dask array of shape (n_samples, n_components_)
+
+        Returns
+        -------
+        ndarray or dask array of shape (n_samples, M)
+            ``X @ components_ + mean_`` (undoing whitening): the projection of
+            ``z(x)`` on the principal subspace. Lazy for dask input.
+        """
+        check_is_fitted(self, "components_")
+        scale = self._whiten_scale()
+        if is_dask(X):
+            if X.ndim != 2 or X.shape[1] != self.n_components_:
+                raise ValueError(f"X must have shape (n_samples, {self.n_components_}), got {X.shape}")
+            X = X.rechunk({1: -1})
+            return X.map_blocks(
+                _inverse_block, self.mean_, self.components_, scale,
+                chunks=(X.chunks[0], (self.components_.shape[1],)), dtype=np.float64, meta=np.empty((0, 0)),
+            )
+        X = np.asarray(X, dtype=np.float64)
+        if X.ndim != 2 or X.shape[1] != self.n_components_:
+            raise ValueError(f"X must have shape (n_samples, {self.n_components_}), got {X.shape}")
+        return _inverse_block(X, self.mean_, self.components_, scale)
+
+    def _check_loaded(self) -> None:
+        comps = getattr(self, "components_", None)
+        kernel = getattr(self, "kernel_", None)
+        if comps is not None and kernel is not None and comps.shape[1] != kernel.n_components:
+            from ..persist import ModelFormatError
+
+            raise ModelFormatError(f"components_ has {comps.shape[1]} columns but the feature kernel has {kernel.n_components} features")
