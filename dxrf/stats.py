@@ -9,7 +9,6 @@ errors) is small dense algebra on the M x M result.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import numbers
 from collections.abc import Sequence
@@ -477,12 +476,26 @@ def _fixup_task(t, kernel, tile_rows, blas_threads, groups, *fragment_maps):
 
 
 def _merge(*parts):
-    """Add lists of per-group compensated sums (order does not matter)."""
-    total = [copy.deepcopy(s) for s in parts[0]]  # never mutate a task's input
+    """Add lists of per-group compensated sums (order does not matter).
+
+    The first partial is updated in place: each partial has exactly one
+    consumer (this merge) and fresh keys, and copying it would double the
+    memory of the largest objects in the pass (16 M^2 bytes per group).
+    """
+    total = parts[0]
     for p in parts[1:]:
         for acc, other in zip(total, p):
             acc.merge(other)
     return total
+
+
+# A merge task holds its fan-in of partials at once; keep that under this many bytes.
+_MERGE_BYTES = 512 * 2**20
+
+
+def _fan_in(m: int, groups: int, limit: int) -> int:
+    partial = groups * 2 * 8 * m * m  # hi and lo float64 Grams per group
+    return int(max(2, min(limit, _MERGE_BYTES // max(partial, 1))))
 
 
 def _finish(sums, scale):
@@ -545,7 +558,9 @@ def accumulate(
     tile_rows : int, optional
         Rows per feature tile inside a task (default: from ``tile_bytes``).
     split_every : int, optional
-        Fan-in of the tree reduction.
+        Fan-in of the tree reduction. By default the largest fan-in up to
+        ``get_options().split_every`` whose partials fit in 512 MiB (a partial
+        holds ``16 M^2`` bytes per group of rows: compensated float64 sums).
 
     Returns
     -------
@@ -618,7 +633,7 @@ def accumulate(
     fixup = dask.delayed(_fixup_task, pure=False)
     for t, owners in sorted(holders.items()):
         parts.append(fixup(t, kernel_d, tile_rows, opts.blas_threads, groups, *[fragments[i] for i in owners]))
-    fan_in = split_every or opts.split_every
+    fan_in = split_every or _fan_in(kernel.n_components, groups, opts.split_every)
     merge = dask.delayed(_merge, pure=False)
     while len(parts) > 1:
         parts = [merge(*parts[i : i + fan_in]) for i in range(0, len(parts), fan_in)]
