@@ -17,8 +17,8 @@ import dask
 import dask.array as da
 import numpy as np
 from scipy.linalg import blas
-from threadpoolctl import threadpool_limits
 
+from ._blas import blas_limit
 from ._validation import check_dask_matrix, is_dask
 from .features.kernel import FeatureKernel
 from .options import get_options
@@ -397,7 +397,7 @@ def block_stats(
         if mask.shape[0] != X.shape[0]:
             raise ValueError(f"split mask has {mask.shape[0]} rows; X block has {X.shape[0]}")
     tile_rows = tile_rows or _default_tile_rows(kernel)
-    limiter = threadpool_limits(blas_threads, user_api="blas") if blas_threads else _nullcontext()
+    limiter = blas_limit(blas_threads)
     with limiter:
         worker = _TileWorker(kernel, tile_rows, None if Y is None else Y.shape[1], 1 if mask is None else 2)
         for lo, hi in _tile_grid(row_offset, row_offset + X.shape[0], tile_rows):
@@ -405,14 +405,6 @@ def block_stats(
             worker.add_tile(X[a:b], None if Y is None else Y[a:b], None if mask is None else mask[a:b])
     out = tuple(s.finish(kernel.scale) for s in worker.sums)
     return out[0] if mask is None else out
-
-
-class _nullcontext:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 # -- the Dask pass -----------------------------------------------------------------
@@ -449,7 +441,7 @@ def _chunk_task(X, y, mask, kernel, start, n_total, fraction, seed, tile_rows, b
         mask = np.asarray(mask, dtype=bool).reshape(-1)
     worker = _TileWorker(kernel, tile_rows, None if Y is None else Y.shape[1], groups)
     fragments = {}
-    limiter = threadpool_limits(blas_threads, user_api="blas") if blas_threads else _nullcontext()
+    limiter = blas_limit(blas_threads)
     with limiter:
         for lo, hi in _tile_grid(start, start + X.shape[0], tile_rows):
             t = lo // tile_rows
@@ -469,7 +461,7 @@ def _fixup_task(t, kernel, tile_rows, blas_threads, groups, *fragment_maps):
     Y = None if pieces[0][2] is None else np.concatenate([p[2] for p in pieces])
     mask = None if pieces[0][3] is None else np.concatenate([p[3] for p in pieces])
     worker = _TileWorker(kernel, tile_rows, None if Y is None else Y.shape[1], groups)
-    limiter = threadpool_limits(blas_threads, user_api="blas") if blas_threads else _nullcontext()
+    limiter = blas_limit(blas_threads)
     with limiter:
         worker.add_tile(X, Y, mask)
     return worker.sums

@@ -277,3 +277,31 @@ def test_bad_parameters(regression):
         dxrf.RandomFeatureClassifier(loss="hinge").fit(X, Y[:, 0] > 0)
     with pytest.raises(ValueError, match="requires y"):
         dxrf.RandomFeatureRidge().fit(X, None)
+
+
+# -- logistic classification --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("solver", ["newton", "lbfgs"])
+def test_logistic_classifier_matches_scikit_learn(classification, solver):
+    from sklearn.linear_model import LogisticRegression
+
+    X, y = classification
+    fmap = dxrf.RandomFourierFeatures(40, bandwidth=1.5, dtype="float64", random_state=0)
+    alpha = 1e-3
+    clf = dxrf.RandomFeatureClassifier(fmap, loss="logistic", alpha=alpha, solver=solver, tol=1e-10).fit(X, y == "mid")
+    Z = clf.features_.transform(X)
+    ref = LogisticRegression(C=1.0 / (len(X) * alpha), tol=1e-12, max_iter=10000).fit(Z, y == "mid")
+    assert rel(clf.coef_, ref.coef_) <= 1e-4
+    np.testing.assert_allclose(clf.intercept_, ref.intercept_, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(clf.predict_proba(X), ref.predict_proba(Z), atol=1e-5)
+    assert clf.converged_ and clf.n_passes_ <= (15 if solver == "newton" else 200)  # lbfgs: a pass per gradient
+    # multi-class: one-vs-rest, probabilities normalised
+    multi = dxrf.RandomFeatureClassifier(fmap, loss="logistic", alpha=alpha).fit(X, y)
+    proba = multi.predict_proba(X)
+    assert proba.shape == (len(X), 3) and np.allclose(proba.sum(axis=1), 1.0)
+    assert multi.score(X, y) > 0.75  # one-vs-rest with 40 features on three ordered classes
+    Xd = da.from_array(X, chunks=(300, 3))
+    lazy = multi.predict_proba(Xd)
+    assert isinstance(lazy, da.Array)
+    np.testing.assert_allclose(lazy.compute(), proba, rtol=1e-5, atol=1e-7)

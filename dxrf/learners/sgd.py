@@ -64,8 +64,8 @@ from scipy.special import expit
 from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
-from threadpoolctl import threadpool_limits
 
+from .._blas import blas_limit
 from .._validation import check_dask_matrix, check_positive_int, is_dask, make_rng
 from ..features.kernel import FeatureKernel
 from ..options import get_options
@@ -166,15 +166,7 @@ def _block_rows(X: Any, Y: Any, mask: Any, start: int, cfg: _Config) -> tuple[np
 
 
 def _limits(cfg: _Config):
-    return threadpool_limits(cfg.blas_threads, user_api="blas") if cfg.blas_threads else _Null()
-
-
-class _Null:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
+    return blas_limit(cfg.blas_threads)
 
 
 def _sgd_rows(state: _State, X: np.ndarray, Y: np.ndarray, rows: np.ndarray, kernel: FeatureKernel, cfg: _Config) -> None:
