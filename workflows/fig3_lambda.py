@@ -1,0 +1,206 @@
+"""ELSS paper, figure 3: training and test error against lambda, Algorithms 1 and 2.
+
+For a fixed number of features M (``M0 = 10 M`` candidates), each lambda of
+a log grid gets 50 repetitions (fresh candidates, fresh validation choice of
+the ridge alpha, and for Algorithm 1 a fresh sample); the figure shows the
+mean +- std of the training and the test error for ELSS Algorithm 1
+(leverage sampling) and Algorithm 2 (top leverage), with plain RKS as a
+reference line. Data sets as in figure 2 (protein and keggundirected are
+SUBSTITUTES for Online News Popularity and YearPredictionMSD).
+
+Passes, per data set: ONE pass over the training rows accumulates the
+statistics of every repetition's candidates for every sigma of the grid
+(``len(sigmas) x reps`` small candidate maps share the pass: each task
+computes each map's block statistics in turn). sigma is chosen on validation
+(mean over repetitions of RKS's validation error at M). Regression: ONE pass
+over the test rows gives the statistics of all repetitions at the chosen
+sigma, hence every model's exact test MSE; classification: one prediction
+pass over the training rows (training and validation 0-1 errors of every
+model) and one over the test rows. So at most 2 passes over training and 1
+over test data per (data set, sigma, seed).
+
+"Training error" is the error on the training rows that fitted the model
+(the validation rows excluded).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+import numpy as np
+
+DESCRIPTION = "ELSS figure 3: training and test error vs lambda for Algorithms 1 and 2 (mean ± std over 50 repetitions)"
+NEEDS_CLIENT = True
+NAME = "fig3-lambda"
+
+DATASETS = ["protein", "keggundirected", "adult", "epileptic_seizure"]
+ALGORITHMS = {"ELSS-1": "sample", "ELSS-2": "top"}
+ALG_NAMES = {"ELSS-1": "Algorithm 1 (sample)", "ELSS-2": "Algorithm 2 (top)"}
+
+FULL = {
+    "datasets": DATASETS, "n_rows": None, "m": 20, "reps": 50, "sigma_factors": [0.5, 1.0, 2.0],
+    "lams": list(np.logspace(-8, 0, 17)), "alphas": list(np.logspace(-7, 0, 8)), "chunk_rows": 10_000,
+}
+QUICK = {
+    "datasets": ["protein", "adult"], "n_rows": 2500, "m": 20, "reps": 4, "sigma_factors": [0.5, 1.0],
+    "lams": list(np.logspace(-6, 0, 4)), "alphas": list(np.logspace(-6, 0, 4)), "chunk_rows": 700,
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ._paper import add_common_arguments
+
+    parser.add_argument("--datasets", nargs="+", default=None, help=f"data sets (default {' '.join(DATASETS)})")
+    parser.add_argument("--n-rows", type=int, default=None, help="use only the first rows of each file")
+    parser.add_argument("--m", type=int, default=None, help="number of features M (default 20; M0 = 10 M)")
+    parser.add_argument("--reps", type=int, default=None, help="repetitions per lambda (default 50)")
+    parser.add_argument("--sigma-factors", type=float, nargs="+", default=None,
+                        help="bandwidth grid, multiples of the median pairwise distance (default 0.5 1 2)")
+    parser.add_argument("--lams", type=float, nargs="+", default=None, help="lambda grid (default 1e-8 .. 1, 17 values)")
+    parser.add_argument("--alphas", type=float, nargs="+", default=None, help="ridge alpha grid (default 1e-7 .. 1)")
+    add_common_arguments(parser, NAME)
+
+
+def run(args: argparse.Namespace) -> dict:
+    from dxrf.selection import gram_spectrum, select_features
+
+    from ._common import table
+    from ._paper import (
+        PassLog,
+        Workdir,
+        add_mse,
+        assign_errors,
+        choose,
+        dataset_label,
+        error_pass,
+        finish,
+        fmt_ms,
+        fourier_kernel,
+        load_data,
+        mean_std,
+        model_groups,
+        out_path,
+        pyplot,
+        regression_errors,
+        resolve_options,
+        ridge_fit,
+        say,
+        short_label,
+        stats_pass,
+    )
+
+    resolve_options(args, FULL, QUICK)
+    m, m0, reps = args.m, 10 * args.m, args.reps
+    lams = np.asarray(args.lams, dtype=np.float64)
+    log = PassLog()
+    results = {"m": m, "m0": m0, "reps": reps, "lams": lams.tolist(), "alphas": args.alphas,
+               "sigma_factors": args.sigma_factors, "datasets": {}}
+    sections = []
+    with Workdir("fig3") as wd:
+        for name in args.datasets:
+            data = load_data(name, wd, chunk_rows=args.chunk_rows, n_rows=args.n_rows, rep=0)
+            grid = [f * data.sigma_median for f in args.sigma_factors]
+            say(f"\n== {data.label}: {data.n_train} training / {data.n_test} test rows, d = {data.d}; M = {m}, "
+                f"M0 = {m0}; {reps} repetitions x {len(grid)} sigmas in one pass")
+            kernels = {(s, r): fourier_kernel(data.d, m0, sigma, r) for s, sigma in enumerate(grid) for r in range(reps)}
+            keys = list(kernels)
+            stats = dict(zip(keys, stats_pass(data.X, data.T, [kernels[k] for k in keys], fraction=0.2, seed=0)))
+            log.add("train", name, [(grid[s], r) for s, r in keys], "candidate statistics of every sigma and repetition")
+            # sigma: mean validation error of RKS at M over the repetitions
+            up = math.sqrt(m0 / m)
+            scores = []
+            for s, sigma in enumerate(grid):
+                v = [ridge_fit(("RKS",), {}, 0, *stats[(s, r)], np.arange(m), np.full(m, up), args.alphas).mse["valid"].min()
+                     for r in range(reps)]
+                scores.append(float(np.mean(v)))
+                say(f"   sigma = {sigma:.3g}: mean validation MSE of RKS at M = {m}: {scores[-1]:.4g}")
+            s_best = int(np.argmin(scores))
+            sigma = grid[s_best]
+            say(f"   chosen sigma = {sigma:.3g}")
+            fits = []
+            for r in range(reps):
+                train, valid = stats[(s_best, r)]
+                spec = gram_spectrum(train + valid)
+                rng = np.random.default_rng([r, 7])
+                fits.append(ridge_fit(("RKS", None, r), {}, r, train, valid, np.arange(m), np.full(m, up), args.alphas))
+                for alg, how in ALGORITHMS.items():
+                    for i, lam in enumerate(lams):
+                        sel = select_features(spec, m, criterion="leverage", method=how, lam=lam, random_state=rng)
+                        fits.append(ridge_fit((alg, i, r), {"lam": float(lam)}, r, train, valid, sel.selected, sel.scales, args.alphas))
+            chosen_kernels = {r: kernels[(s_best, r)] for r in range(reps)}
+            if data.regression:
+                test = stats_pass(data.X_test, data.T_test, [chosen_kernels[r] for r in range(reps)])
+                log.add("test", name, [(sigma, r) for r in range(reps)], "test statistics of every repetition")
+                add_mse(fits, "test", {r: test[r][0] for r in range(reps)})
+                regression_errors(fits)
+                error_kind = "MSE on the scaled response"
+            else:
+                groups, layout = model_groups(fits, chosen_kernels)
+                res = error_pass(data.X, data.labels, groups, kind="binary", fraction=0.2, seed=0)
+                if int(res[1][1]) != stats[(s_best, 0)][1].n:
+                    raise RuntimeError("the prediction pass and the statistics disagree on the validation rows")
+                log.add("train", name, [(sigma, r) for r in range(reps)], "0-1 errors of every model on training/validation rows")
+                assign_errors(layout, res, ("train", "valid"))
+                res = error_pass(data.X_test, data.labels_test, groups, kind="binary")
+                log.add("test", name, [(sigma, r) for r in range(reps)], "0-1 errors of every model on test rows")
+                assign_errors(layout, res, ("test", None))
+                error_kind = "misclassification rate"
+            best = choose(fits)  # alpha on validation for each (algorithm, lambda, repetition)
+            curves = {}
+            for alg in ("RKS", *ALGORITHMS):
+                idx = [None] if alg == "RKS" else range(len(lams))
+                for part in ("train", "test"):
+                    curves.setdefault(alg, {})[part] = [
+                        [float(best[(alg, i, r)][0].err[part][best[(alg, i, r)][1]]) for r in range(reps)] for i in idx
+                    ]
+                curves[alg]["alpha"] = [[float(best[(alg, i, r)][0].alphas[best[(alg, i, r)][1]]) for r in range(reps)] for i in idx]
+            rows = []
+            for i, lam in enumerate(lams):
+                rows.append([f"{lam:.1e}"] + [fmt_ms(curves[a][p][i]) for a in ALGORITHMS for p in ("train", "test")])
+            rows.append(["RKS (no λ)"] + [fmt_ms(curves["RKS"][p][0]) for _ in ALGORITHMS for p in ("train", "test")])
+            headers = ["lambda"] + [f"{ALG_NAMES[a]} {p}" for a in ALGORITHMS for p in ("train", "test")]
+            rks_test = float(np.mean(curves["RKS"]["test"][0]))
+            notes = []
+            for a in ALGORITHMS:
+                mt = [float(np.mean(v)) for v in curves[a]["test"]]
+                i = int(np.argmin(mt))
+                notes.append(f"{ALG_NAMES[a]}: lowest mean test error {mt[i]:.4f} at lambda = {lams[i]:.1e} "
+                             f"(largest {max(mt):.4f} at lambda = {lams[int(np.argmax(mt))]:.1e})")
+            claims_md = "; ".join(notes) + f"; RKS {rks_test:.4f}."
+            sections.append(
+                f"### {dataset_label(name)}\n\n{error_kind}, mean ± std over {reps} repetitions; M = {m}, M0 = {m0}, "
+                f"sigma = {sigma:.3g}; ridge alpha chosen on validation for every (lambda, repetition)\n\n" + table(headers, rows) + "\n\n" + claims_md
+            )
+            results["datasets"][name] = {
+                "label": data.label, "task": data.task, "error": error_kind, "n_train": data.n_train, "n_test": data.n_test,
+                "sigma": sigma, "sigma_scores": dict(zip(map(float, grid), scores)),
+                "curves": curves,
+                "mean": {a: {p: [mean_std(v)[0] for v in curves[a][p]] for p in ("train", "test")} for a in curves},
+                "std": {a: {p: [mean_std(v)[1] for v in curves[a][p]] for p in ("train", "test")} for a in curves},
+                "baseline": float(np.var(data.Ytm)) if data.regression else 1.0 - float(max(np.mean(data.Ytm == c) for c in (0, 1))),
+            }
+            say(f"   done ({log.seconds():.0f} s)")
+    plt = pyplot()
+    names = list(results["datasets"])
+    fig, axes = plt.subplots(1, len(names), figsize=(5.5 * len(names), 4.2), squeeze=False)
+    for ax, name in zip(axes[0], names):
+        r = results["datasets"][name]
+        for c, alg in zip(("C0", "C3"), ALGORITHMS):
+            for part, ls in (("train", "--"), ("test", "-")):
+                mu, sd = np.array(r["mean"][alg][part]), np.array(r["std"][alg][part])
+                ax.plot(lams, mu, linestyle=ls, color=c, marker="o", ms=3, label=f"{ALG_NAMES[alg]}, {part}")
+                ax.fill_between(lams, mu - sd, mu + sd, color=c, alpha=0.12)
+        ax.axhline(r["mean"]["RKS"]["test"][0], color="k", lw=0.8, ls=":", label="RKS, test")
+        ax.set_xscale("log")
+        ax.set_xlabel("lambda")
+        ax.set_ylabel(r["error"])
+        ax.set_title(short_label(name), fontsize=10)
+        ax.grid(alpha=0.3)
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle(f"ELSS figure 3: error vs lambda, M = {m}, mean ± std over {reps} repetitions")
+    fig.tight_layout()
+    fig.savefig(out_path(args, "fig3_lambda.png"), dpi=120)
+    plt.close(fig)
+    md = "## ELSS figure 3: training and test error against lambda\n\n" + "\n\n".join(sections)
+    return finish(args, "fig3_lambda", results, md, log)
