@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
+import os
 from collections.abc import Sequence
 
 import dask
@@ -467,6 +468,22 @@ def _fixup_task(t, kernel, tile_rows, blas_threads, groups, *fragment_maps):
     return worker.sums
 
 
+def _shipped(kernel: FeatureKernel) -> object:
+    """The kernel as a graph input: scattered once to the cluster when it is large.
+
+    A large kernel (maxout with many pieces, wide inputs) embedded in the graph
+    makes the scheduler receive and store a large graph; a scattered future is
+    sent to the workers directly and referenced by key.
+    """
+    from .progress import active_client
+
+    client = active_client()
+    if client is not None and kernel.nbytes > 2**20:
+        return client.scatter(kernel, hash=False)
+    token = dask.base.tokenize(kernel)
+    return dask.delayed(kernel, pure=True, name=f"dxrf-kernel-{token}")
+
+
 def _merge(*parts):
     """Add lists of per-group compensated sums (order does not matter).
 
@@ -510,6 +527,33 @@ def _as_row_blocks(a: object, chunks: tuple[int, ...], name: str, n: int) -> lis
         raise ValueError(f"{name} must be 1- or 2-dimensional, got shape {a.shape}")
     a = a.rechunk((chunks,) + tuple(-1 for _ in a.shape[1:]))
     return list(a.to_delayed().ravel())
+
+
+def _accumulate_in_process(X, y, kernel, mask, fraction, seed, tile_rows):
+    """NumPy input: blocks of whole tiles on a thread pool, one BLAS thread each.
+
+    The same per-tile arithmetic as a Dask pass (single-threaded BLAS: a
+    multi-threaded BLAS may round differently), so NumPy and dask input give
+    bitwise identical statistics, and the cores are still all used.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    n = X.shape[0]
+    threads = max(1, min(os.cpu_count() or 1, -(-n // tile_rows)))
+    block = tile_rows * -(-n // (tile_rows * threads))  # whole tiles per thread
+    groups = 1 if (mask is None and fraction is None) else 2
+
+    def run(start: int):
+        stop = min(start + block, n)
+        part_y = None if y is None else y[start:stop]
+        part_mask = None if mask is None else mask[start:stop]
+        sums, fragments = _chunk_task(X[start:stop], part_y, part_mask, kernel, start, n, fraction, seed, tile_rows, 1, groups)
+        assert not fragments  # blocks are whole tiles
+        return sums
+
+    with ThreadPoolExecutor(threads) as pool:
+        parts = list(pool.map(run, range(0, n, block)))
+    return _finish(_merge(*parts), kernel.scale)
 
 
 def accumulate(
@@ -590,12 +634,12 @@ def accumulate(
         n = X.shape[0]
         if y is not None and np.asarray(y).shape[0] != n:
             raise ValueError(f"y has {np.asarray(y).shape[0]} rows but X has {n}")
-        mask = hashed_split(0, n, fraction, split_seed) if fraction is not None else None
+        mask = None
         if split is not None:
-            mask = np.asarray(split.compute() if is_dask(split) else split)
+            mask = np.asarray(split.compute() if is_dask(split) else split).reshape(-1)
             if mask.shape[0] != n:
                 raise ValueError(f"split has {mask.shape[0]} rows but X has {n}")
-        return block_stats(X, None if y is None else np.asarray(y), kernel, mask, tile_rows=tile_rows)
+        return _accumulate_in_process(X, None if y is None else np.asarray(y), kernel, mask, fraction, split_seed, tile_rows)
 
     X = check_dask_matrix(X, n_features=kernel.n_features_in)
     chunks = X.chunks[0]
@@ -604,8 +648,7 @@ def accumulate(
     y_blocks = _as_row_blocks(y, chunks, "y", n) if y_given else [None] * len(x_blocks)
     m_blocks = _as_row_blocks(split, chunks, "split", n) if split is not None else [None] * len(x_blocks)
     starts = np.concatenate([[0], np.cumsum(chunks)[:-1]]).astype(int)
-    token = dask.base.tokenize(kernel)
-    kernel_d = dask.delayed(kernel, pure=True, name=f"dxrf-kernel-{token}")
+    kernel_d = _shipped(kernel)
     groups = 1 if (fraction is None and split is None) else 2
     # fresh keys on every call: a pass is a pass, never a lookup of a result
     # still held by the scheduler from an earlier call
