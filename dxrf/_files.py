@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
 import json
 import os
 import secrets
 import shutil
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,12 +37,49 @@ def is_dxrf_group(path: Path) -> bool:
     return doc.get("node_type") == "group" and any(m in attrs for m in DXRF_MARKERS)
 
 
+_RENAME_EXCHANGE = 2  # linux/fs.h
+_AT_FDCWD = -100
+_renameat2: object = None
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two existing paths in one atomic step; False where the system cannot.
+
+    Linux's ``renameat2(RENAME_EXCHANGE)``: there is no moment at which
+    ``b`` is missing, so a process killed mid-save leaves either the old or
+    the new directory at ``b``, never neither.
+    """
+    global _renameat2
+    if not sys.platform.startswith("linux"):
+        return False
+    if _renameat2 is None:
+        try:
+            fn = ctypes.CDLL(None, use_errno=True).renameat2
+            fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+            fn.restype = ctypes.c_int
+            _renameat2 = fn
+        except (OSError, AttributeError):  # no libc symbol (old glibc, musl)
+            _renameat2 = False
+    if _renameat2 is False:
+        return False
+    if _renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOENT):
+        return False  # not supported here (kernel, file system), or b vanished: fall back
+    raise OSError(err, os.strerror(err), str(b))
+
+
 @contextlib.contextmanager
 def atomic_directory(dest: str | os.PathLike, overwrite: bool) -> Iterator[Path]:
     """Yield a temporary sibling of ``dest``; rename it to ``dest`` on success.
 
     On any error (including KeyboardInterrupt) the temporary directory is
-    removed and ``dest`` is left as it was.
+    removed and ``dest`` is left as it was. An existing ``dest`` is replaced
+    by an atomic exchange where the system supports it (Linux), so even a
+    process killed in the middle of the replacement leaves a complete old or
+    new directory at ``dest`` (and perhaps a ``<dest>.tmp-*`` sibling, which
+    later writes ignore).
     """
     if not isinstance(dest, (str, os.PathLike)):
         raise TypeError(f"dest must be a path, got {type(dest).__name__}")
@@ -59,7 +99,9 @@ def atomic_directory(dest: str | os.PathLike, overwrite: bool) -> Iterator[Path]
     tmp = dest.parent / f"{dest.name}.tmp-{secrets.token_hex(6)}"
     try:
         yield tmp
-        if dest.exists():
+        if dest.exists() and _exchange(tmp, dest):
+            shutil.rmtree(tmp, ignore_errors=True)  # the old directory, now under the temporary name
+        elif dest.exists():
             # os.replace cannot replace a non-empty directory: move the old one
             # aside, move the new one in, then delete the old one.
             old = dest.parent / f"{dest.name}.old-{secrets.token_hex(6)}"

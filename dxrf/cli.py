@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import os
 import pkgutil
 import sys
 from collections.abc import Iterator, Sequence
@@ -21,6 +22,14 @@ EXIT_USAGE = 2
 
 class CommandError(Exception):
     """An error to report to the user in one line, without a traceback."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line on stderr (exit status 2)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        text = " ".join(str(message).split())
+        self.exit(EXIT_USAGE, f"dxrf: error: {text} (see '{self.prog} --help')\n")
 
 
 def _workflow_names(prefix: str | None) -> dict[str, str]:
@@ -92,7 +101,9 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
         missing_level=args.missing_level,
         nan_policy=args.nan_policy,
         overwrite=args.overwrite,
-        progress=True,
+        # a row counter for people watching a terminal; none in logs and pipes,
+        # where stderr then holds nothing but a possible one-line error
+        progress=sys.stderr.isatty(),
         **kwargs,
     )
     print(report)
@@ -133,20 +144,22 @@ def _add_workflow_commands(sub: argparse._SubParsersAction, command: str, help_t
     wsub = parser.add_subparsers(dest="workflow", metavar="NAME", required=True)
     for cli_name, mod in sorted(names.items()):
         module = _load_workflow(mod)
-        wp = wsub.add_parser(cli_name, help=getattr(module, "DESCRIPTION", ""), parents=[common])
+        # the papers' figure names use a capital M (fig2-error-vs-M): accept both spellings
+        aliases = [cli_name.replace("-vs-m", "-vs-M")] if "-vs-m" in cli_name else []
+        wp = wsub.add_parser(cli_name, aliases=aliases, help=getattr(module, "DESCRIPTION", ""), parents=[common])
         module.add_arguments(wp)
         wp.set_defaults(func=_run_workflow, workflow_module=mod)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument(
         "--scheduler",
         metavar="ADDRESS",
         default=argparse.SUPPRESS,  # so a subcommand's copy never resets a value given before it
         help="Dask scheduler to attach to (default: $DASK_SCHEDULER_ADDRESS, else an embedded local cluster)",
     )
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="dxrf", description="Kernel learning with data-dependent random features on Dask.", parents=[common]
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -191,6 +204,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (CommandError, ValueError, TypeError, KeyError, FileNotFoundError, FileExistsError, OSError) as exc:
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         print(f"dxrf: error: {message}", file=sys.stderr)
+        return EXIT_USAGE
+    except Exception as exc:  # e.g. a corrupt chunk (zarr codec RuntimeError), a lost cluster
+        if os.environ.get("DXRF_TRACEBACK"):
+            raise
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        print(f"dxrf: error: {type(exc).__name__}: {text} (set DXRF_TRACEBACK=1 for a traceback)", file=sys.stderr)
         return EXIT_USAGE
 
 

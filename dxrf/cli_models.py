@@ -72,7 +72,10 @@ def build_model(args: argparse.Namespace, classification: bool) -> object:
             raise ValueError("--alphas is for --model ridge; give --alpha for logistic")
         return dxrf.RandomFeatureClassifier(features, loss="logistic", alpha=args.alpha, random_state=args.seed)
     try:
-        from dxrf.learners.sgd import RandomFeatureSGDClassifier, RandomFeatureSGDRegressor
+        from dxrf.learners.sgd import (
+            RandomFeatureSGDClassifier,
+            RandomFeatureSGDRegressor,
+        )
     except ImportError:  # pragma: no cover - shipped with the package
         raise ValueError("--model sgd is not available in this installation") from None
     cls = RandomFeatureSGDClassifier if classification else RandomFeatureSGDRegressor

@@ -71,6 +71,8 @@ def get_client(
     target = scheduler_address(address)
     kwargs = {} if security is None else {"security": security}
     if target is not None:
+        if target.startswith("tls://") and security is None:
+            _check_tls_configured(target)
         return Client(target, **kwargs)
     workers, per_worker = default_worker_layout()
     return Client(
@@ -81,3 +83,17 @@ def get_client(
         dashboard_address=dashboard_address,
         **kwargs,
     )
+
+
+def _check_tls_configured(address: str) -> None:
+    """A clear error for a ``tls://`` address without certificates in Dask's configuration."""
+    from distributed import Security
+
+    sec = Security()  # reads distributed.comm.tls.* from Dask's configuration
+    if not (sec.tls_ca_file and sec.tls_client_cert):
+        raise ValueError(
+            f"{address} is a TLS scheduler but no client certificate is configured: pass "
+            f"security=distributed.Security(tls_ca_file=..., tls_client_cert=..., tls_client_key=...), or set "
+            f"distributed.comm.tls.ca-file and distributed.comm.tls.client.cert/.key in Dask's configuration "
+            f"(e.g. $DASK_DISTRIBUTED__COMM__TLS__CA_FILE)"
+        )

@@ -747,7 +747,8 @@ class _TableSchema:
         for name, j, index, q in self._slots:
             s = df[name]
             if index is None:
-                out[:, j] = s.to_numpy(dtype=np.float64, na_value=np.nan)
+                with np.errstate(over="ignore"):  # float32 overflow gives inf, reported by the writer
+                    out[:, j] = s.to_numpy(dtype=np.float64, na_value=np.nan)
                 continue
             vals = _as_str(s)
             codes = index.get_indexer(vals)
@@ -837,6 +838,16 @@ def _check_nan_policy_table(scan: _Scan, schema: _TableSchema, opts: _TableOptio
         )
 
 
+@contextlib.contextmanager
+def _csv_errors(path: Path) -> Iterator[None]:
+    """Name the file in pandas' parse errors (they are ValueErrors that do not say which file)."""
+    try:
+        yield
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        detail = " ".join(str(exc).split())
+        raise ValueError(f"cannot read {str(path)!r} as CSV: {detail}") from exc
+
+
 def _csv_frames(
     path: Path,
     *,
@@ -852,7 +863,7 @@ def _csv_frames(
             user = kw.get("dtype")
             if user is None or isinstance(user, Mapping):
                 kw["dtype"] = {**(user or {}), **{c: str for c in str_columns}}
-        with pd.read_csv(path, chunksize=chunk_rows, nrows=n_rows, **kw) as reader:
+        with _csv_errors(path), pd.read_csv(path, chunksize=chunk_rows, nrows=n_rows, **kw) as reader:
             yield from reader
 
     return frames
@@ -1189,7 +1200,14 @@ def _ingest_arrays(
     # Each branch defines: columns (all feature names), keep (indices kept),
     # tname, and blocks() -> iterator of (X block, y block or None, row numbers).
     if fmt == "npy":
-        arr = np.load(path, mmap_mode="r", allow_pickle=False)
+        try:
+            arr = np.load(path, mmap_mode="r", allow_pickle=False)
+        except ValueError as exc:
+            if "object" not in str(exc):
+                raise
+            raise TypeError(
+                f"the array in {str(path)!r} holds Python objects (dtype object); only numeric arrays can be ingested"
+            ) from None
         if arr.ndim != 2:
             raise ValueError(f"{str(path)!r} holds a {arr.ndim}-d array; ingest needs a 2-d array")
         _check_numeric_dtype(arr.dtype, f"the array in {str(path)!r}")
@@ -1572,7 +1590,8 @@ def ingest(
                 if skiprows is not None:
                     kw["skiprows"] = skiprows
                 if names is None and not header:
-                    probe = pd.read_csv(path, header=None, nrows=1, **kw)
+                    with _csv_errors(path):
+                        probe = pd.read_csv(path, header=None, nrows=1, **kw)
                     names = [f"x{j}" for j in range(probe.shape[1])]
                 kw["header"] = 0 if header else None
                 if names is not None:
@@ -1943,27 +1962,52 @@ def open_zarr(
         raise ValueError(f"{spath!r} is not a dxrf group: attribute 'dxrf_format' is missing")
     if attrs["dxrf_format"] != DXRF_FORMAT:
         raise ValueError(f"{spath!r} has dxrf_format {attrs['dxrf_format']!r}; this version reads {DXRF_FORMAT}")
-    members = set(group.array_keys())
+    arrays = {}
+    # member by member (listing the group would read all members' metadata concurrently)
+    for name in ("X", "y", "x_mean", "x_std"):
+        try:
+            node = group[name]
+        except KeyError:
+            continue
+        except Exception as exc:  # zarr raises many types (JSON, codec, shape errors) for corrupt metadata
+            raise ValueError(f"{spath!r} has corrupt array metadata: array {name!r}: {exc}") from exc
+        if not isinstance(node, zarr.Array):
+            raise ValueError(f"{spath!r}: {name!r} is not an array")
+        if node.dtype.kind not in "biuf":
+            raise ValueError(f"{spath!r}: array {name!r} has the unsupported dtype {node.dtype}")
+        arrays[name] = node
     for name in ("X", "x_mean", "x_std"):
-        if name not in members:
+        if name not in arrays:
             raise ValueError(f"{spath!r} is not a complete dxrf group: array {name!r} is missing")
-    zx = group["X"]
+    zx = arrays["X"]
     if zx.ndim != 2:
         raise ValueError(f"{spath!r}: array 'X' must be 2-d, got shape {zx.shape}")
-    columns = list(attrs.get("columns", []))
+    columns = attrs.get("columns", [])
+    if not isinstance(columns, list):
+        raise ValueError(f"{spath!r}: attribute 'columns' must be a list of names, got {columns!r}")
     if len(columns) != zx.shape[1]:
         raise ValueError(f"{spath!r}: {len(columns)} column names for {zx.shape[1]} columns of X")
+    if "y" in arrays and arrays["y"].shape[:1] != zx.shape[:1]:
+        raise ValueError(f"{spath!r}: array 'y' has shape {arrays['y'].shape} for {zx.shape[0]} rows of X")
+    for name in ("x_mean", "x_std"):
+        if arrays[name].shape != (zx.shape[1],):
+            raise ValueError(f"{spath!r}: array {name!r} has shape {arrays[name].shape}, expected ({zx.shape[1]},)")
     X = da.from_zarr(zx)
-    y = da.from_zarr(group["y"]) if "y" in members else None
+    y = da.from_zarr(arrays["y"]) if "y" in arrays else None
+    try:
+        x_mean = np.asarray(arrays["x_mean"][:], dtype=np.float64)
+        x_std = np.asarray(arrays["x_std"][:], dtype=np.float64)
+    except Exception as exc:  # a corrupt chunk: codec errors are RuntimeErrors
+        raise ValueError(f"{spath!r}: cannot read the column statistics: {exc}") from exc
     ds = ZarrDataset(
         path=spath,
         X=X,
         y=y,
         attrs=attrs,
-        columns=columns,
+        columns=list(columns),
         classes=attrs.get("classes"),
-        x_mean=np.asarray(group["x_mean"][:], dtype=np.float64),
-        x_std=np.asarray(group["x_std"][:], dtype=np.float64),
+        x_mean=x_mean,
+        x_std=x_std,
         target=attrs.get("target"),
     )
     if scale_y:

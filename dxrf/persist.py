@@ -170,18 +170,25 @@ class _Reader:
             if list(a.shape) != list(spec["shape"]):
                 raise ModelFormatError(f"{self.where}: array has shape {a.shape}, the file says {tuple(spec['shape'])}")
             return a
-        name = spec["__array__"]
+        name, shape, dtype = spec.get("__array__"), spec.get("shape"), spec.get("dtype")
+        if not isinstance(name, str) or not isinstance(shape, list) or not isinstance(dtype, str):
+            raise ModelFormatError(f"{self.where}: malformed array entry {spec!r}")
         try:
             arr = self.group[name]
         except KeyError:
             raise ModelFormatError(f"{self.where}: array {name!r} is missing") from None
-        if list(arr.shape) != list(spec["shape"]):
+        except Exception as exc:  # zarr raises many types for corrupt metadata
+            raise ModelFormatError(f"{self.where}: array {name!r} has corrupt metadata: {exc}") from None
+        if list(arr.shape) != list(shape):
             raise ModelFormatError(
-                f"{self.where}: array {name!r} has shape {tuple(arr.shape)}, the model expects {tuple(spec['shape'])}"
+                f"{self.where}: array {name!r} has shape {tuple(arr.shape)}, the model expects {tuple(shape)}"
             )
-        if str(arr.dtype) != spec["dtype"]:
-            raise ModelFormatError(f"{self.where}: array {name!r} has dtype {arr.dtype}, the model expects {spec['dtype']}")
-        return np.asarray(arr[...])
+        if str(arr.dtype) != dtype:
+            raise ModelFormatError(f"{self.where}: array {name!r} has dtype {arr.dtype}, the model expects {dtype}")
+        try:
+            return np.asarray(arr[...])
+        except Exception as exc:  # a corrupt chunk: codec errors are RuntimeErrors
+            raise ModelFormatError(f"{self.where}: array {name!r} cannot be read: {exc}") from None
 
     def value(self, v: Any) -> Any:
         if not isinstance(v, dict):
@@ -201,6 +208,8 @@ class _Reader:
                     sub = _Reader(self.group[v[tag]], f"{self.where}/{v[tag]}")
                 except KeyError:
                     raise ModelFormatError(f"{self.where}: group {v[tag]!r} is missing") from None
+                except Exception as exc:  # corrupt metadata
+                    raise ModelFormatError(f"{self.where}: group {v[tag]!r} cannot be read: {exc}") from None
                 return sub.decode(tag)
         raise ModelFormatError(f"{self.where}: unknown entry {sorted(v)}")
 
@@ -244,7 +253,10 @@ def _read_estimator(r: _Reader) -> Any:
         if n_in is not None and n_in != kernel.n_features_in:
             raise ModelFormatError(f"{r.where}: n_features_in_={n_in} but the kernel takes {kernel.n_features_in} inputs")
     if hasattr(est, "_check_loaded"):
-        est._check_loaded()
+        try:
+            est._check_loaded()
+        except ModelFormatError as exc:
+            raise ModelFormatError(f"{r.where}: {exc}") from None
     return est
 
 
@@ -269,15 +281,19 @@ def load(path: str | os.PathLike, *, with_metadata: bool = False) -> Any:
     version = root.attrs.get(MARKER)
     if version is None:
         raise ModelFormatError(f"{str(path)!r} is a zarr group but not a dxrf model (no {MARKER!r} attribute)")
-    if version != FORMAT_VERSION:
+    if type(version) is not int or version != FORMAT_VERSION:
         raise ModelFormatError(
-            f"{str(path)!r} has model format version {version}; this dxrf reads version {FORMAT_VERSION}"
+            f"{str(path)!r} has model format version {version!r}; this dxrf reads version {FORMAT_VERSION}"
         )
     reader = _Reader(root, str(path))
-    est = _read_estimator(reader)
-    if with_metadata:
-        return est, reader.value(root.attrs.get("metadata", {"__dict__": {}}))
-    return est
+    try:
+        est = _read_estimator(reader)
+        meta = reader.value(root.attrs.get("metadata", {"__dict__": {}})) if with_metadata else None
+    except ModelFormatError:
+        raise
+    except Exception as exc:  # a malformed description: missing keys, wrong types
+        raise ModelFormatError(f"{str(path)!r} is a corrupt dxrf model: {type(exc).__name__}: {exc}") from None
+    return (est, meta) if with_metadata else est
 
 
 class SaveMixin:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 
-import dask.array as da
 import numpy as np
 import pytest
 import zarr

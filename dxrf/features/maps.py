@@ -13,12 +13,22 @@ import numbers
 import dask
 import dask.array as da
 import numpy as np
-from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.base import (
+    BaseEstimator,
+    ClassNamePrefixFeaturesOutMixin,
+    TransformerMixin,
+)
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._validation import check_dask_matrix, check_float_dtype, check_positive_int, is_dask, make_rng
-from . import exact, samplers
+from .._validation import (
+    check_dask_matrix,
+    check_float_dtype,
+    check_positive_int,
+    is_dask,
+    make_rng,
+)
 from ..persist import SaveMixin
+from . import exact, samplers
 from .kernel import FeatureKernel
 
 __all__ = [
@@ -149,7 +159,10 @@ def _median_sample(X: np.ndarray | da.Array, rng: np.random.Generator, size: int
     else:
         idx = np.sort(rng.choice(n, size=size, replace=False))
         sample = X[idx]
-    return np.asarray(sample.compute() if is_dask(sample) else sample, dtype=np.float64)
+    sample = np.asarray(sample.compute() if is_dask(sample) else sample, dtype=np.float64)
+    if not np.isfinite(sample).all():
+        raise ValueError("X contains NaN or infinity (in the rows sampled for bandwidth='median')")
+    return sample
 
 
 def _resolve_bandwidth(bandwidth: object, X: np.ndarray | da.Array, rng: np.random.Generator, size: int, metric: str) -> float:

@@ -30,6 +30,20 @@ def check_alphas(alpha: object, alphas: object) -> np.ndarray | None:
 class _RidgeSolveMixin:
     """Choose alpha on validation statistics and solve; shared by the ridge regressor and classifier."""
 
+    def _check_loaded(self) -> None:
+        """Called by :func:`dxrf.load`: the coefficients must fit the features."""
+        coef, kernel = getattr(self, "coef_", None), getattr(self, "kernel_", None)
+        if coef is None or kernel is None:
+            return
+        from ..persist import ModelFormatError
+
+        coef = np.asarray(coef)
+        if coef.ndim not in (1, 2) or coef.shape[-1] != kernel.n_components:
+            raise ModelFormatError(f"coef_ has shape {coef.shape} but the feature kernel has {kernel.n_components} features")
+        k = 1 if coef.ndim == 1 else coef.shape[0]
+        if np.size(getattr(self, "intercept_", 0.0)) != k:
+            raise ModelFormatError(f"intercept_ has {np.size(self.intercept_)} values for {k} output(s)")
+
     def _solve_on_stats(self, train: FeatureStats, valid: FeatureStats | None, grid: np.ndarray | None) -> np.ndarray:
         """Set alpha_, alphas_, validation_errors_, coef (M, k) and intercept (k,); return coef."""
         if grid is not None:

@@ -366,8 +366,9 @@ class _Runner:
         return compute(_tree(parts))
 
     def _share(self, state: _State) -> Any:
-        if self.client is not None:
-            return self.client.scatter(state, hash=False)
+        # The state (O(M k) numbers) travels inside the graph: data scattered by the
+        # client has no lineage, so a copy held by a worker that dies could not be
+        # recomputed and the fit would fail; a graph literal always can be.
         return dask.delayed(state, pure=True)
 
     def epoch(self, state: _State, epoch: int, mode: str) -> tuple[_State, tuple[float, int]]:

@@ -28,7 +28,12 @@ from .select import (
     select_features,
     target_cross,
 )
-from .selectors import TASKS, EnergyScoreSelector, KernelAlignmentSelector, LeverageScoreSampler
+from .selectors import (
+    TASKS,
+    EnergyScoreSelector,
+    KernelAlignmentSelector,
+    LeverageScoreSampler,
+)
 
 __all__ = [
     "LeverageScoreSampler",

@@ -16,7 +16,12 @@ import numbers
 
 import dask.array as da
 import numpy as np
-from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, clone
+from sklearn.base import (
+    BaseEstimator,
+    ClassNamePrefixFeaturesOutMixin,
+    TransformerMixin,
+    clone,
+)
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._validation import check_dask_matrix, is_dask, make_rng
@@ -24,7 +29,14 @@ from ..features.kernel import FeatureKernel
 from ..features.maps import RandomFourierFeatures, apply_kernel
 from ..persist import SaveMixin
 from ..stats import FeatureStats, accumulate
-from .leverage import LAM_CONVENTIONS, LeverageDiagnostics, _check_lam, _normalize_lams, gram_spectrum, leverage_diagnostics
+from .leverage import (
+    LAM_CONVENTIONS,
+    LeverageDiagnostics,
+    _check_lam,
+    _normalize_lams,
+    gram_spectrum,
+    leverage_diagnostics,
+)
 from .select import METHODS, Selection, alignment_scores, energy_scores, select_features
 
 __all__ = ["LeverageScoreSampler", "EnergyScoreSelector", "KernelAlignmentSelector", "TASKS"]
