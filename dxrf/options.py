@@ -27,6 +27,10 @@ class Options:
     min_tile_rows : int
         Lower bound on rows per tile, so that the rank-k update stays BLAS-3
         efficient even for very wide feature maps.
+    max_tile_rows : int
+        Upper bound on rows per tile. Tiles follow a global grid of row
+        indices; a tile cut by a chunk boundary travels as rows of X to a
+        fix-up task, so tiles must stay well below the chunk size.
     blas_threads : int or None
         BLAS threads inside one task of a pass. Dask already runs tasks in
         parallel, and two levels of threads oversubscribe the cores (measured
@@ -40,6 +44,7 @@ class Options:
 
     tile_bytes: int = 64 * 2**20
     min_tile_rows: int = 256
+    max_tile_rows: int = 8192
     blas_threads: int | None = 1
     split_every: int = 8
     progress: bool | None = False

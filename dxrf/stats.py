@@ -352,7 +352,8 @@ def _check_block(X: np.ndarray, y: np.ndarray | None, kernel: FeatureKernel, row
 
 def _default_tile_rows(kernel: FeatureKernel) -> int:
     opts = get_options()
-    return max(opts.min_tile_rows, opts.tile_bytes // (kernel.n_components * kernel.dtype.itemsize))
+    rows = opts.tile_bytes // (kernel.n_components * kernel.dtype.itemsize)
+    return int(min(opts.max_tile_rows, max(opts.min_tile_rows, rows)))
 
 
 def block_stats(
@@ -614,7 +615,7 @@ def accumulate(
     kernel = resolve_kernel(features, X)
     opts = get_options()
     if tile_rows is None:
-        tile_rows = max(opts.min_tile_rows, opts.tile_bytes // (kernel.n_components * kernel.dtype.itemsize))
+        tile_rows = _default_tile_rows(kernel)
     fraction = None
     if split is not None and not hasattr(split, "shape"):
         if isinstance(split, bool) or not isinstance(split, numbers.Real) or not 0.0 < float(split) < 1.0:

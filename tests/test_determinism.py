@@ -75,7 +75,6 @@ def test_saved_models_identical_across_chunks_workers_and_runs(stored, tmp_path)
         with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
             with Client(cluster):
                 runs.append(_fit_all(stored, tmp_path, f"w{n_workers}"))
-    runs.append(_fit_all(stored, tmp_path, "threads"))  # no cluster: dask's threads
     for name in _models():
         digests = {run[rows, name] for run in runs for rows in stored}
         assert len(digests) == 1, f"{name}: {len(digests)} different models"

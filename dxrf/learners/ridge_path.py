@@ -14,6 +14,7 @@ import dataclasses
 import numpy as np
 import scipy.linalg
 
+from .._blas import blas_limit
 from ..stats import FeatureStats
 
 __all__ = ["RidgePath", "ridge_path", "solve_ridge", "mse_from_stats"]
@@ -45,10 +46,12 @@ def solve_ridge(stats: FeatureStats, alpha: float, fit_intercept: bool = True) -
     C, c = _normal_equations(stats, fit_intercept)
     A = C + alpha * np.eye(C.shape[0])
     try:
-        coef = scipy.linalg.cho_solve(scipy.linalg.cho_factor(A, lower=True, check_finite=False), c)
+        with blas_limit(1):  # reproducible to the bit, whatever BLAS threads the caller has
+            coef = scipy.linalg.cho_solve(scipy.linalg.cho_factor(A, lower=True, check_finite=False), c)
     except np.linalg.LinAlgError:
         # alpha = 0 with a singular covariance: fall back to the minimum-norm solution
-        coef = scipy.linalg.lstsq(A, c)[0]
+        with blas_limit(1):
+            coef = scipy.linalg.lstsq(A, c)[0]
     return coef, _intercept(stats, coef, fit_intercept)
 
 
@@ -112,7 +115,8 @@ def ridge_path(
     if alphas.ndim != 1 or alphas.size == 0 or not np.all(np.isfinite(alphas)) or np.any(alphas < 0):
         raise ValueError(f"alphas must be a non-empty 1-d array of non-negative numbers, got {alphas}")
     C, c = _normal_equations(stats, fit_intercept)
-    evals, U = scipy.linalg.eigh(C, check_finite=False)
+    with blas_limit(1):  # reproducible to the bit, whatever BLAS threads the caller has
+        evals, U = scipy.linalg.eigh(C, check_finite=False)
     evals = np.maximum(evals, 0.0)
     Uc = U.T @ c
     with np.errstate(divide="ignore", invalid="ignore"):

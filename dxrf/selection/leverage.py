@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from .._blas import blas_limit
 from ..stats import FeatureStats
 
 __all__ = [
@@ -116,7 +117,8 @@ def gram_spectrum(stats_or_gram: FeatureStats | np.ndarray | GramSpectrum) -> Gr
     if not np.isfinite(G).all():
         raise ValueError("the Gram matrix contains NaN or infinity")
     G = 0.5 * (G + G.T)
-    ev, U = np.linalg.eigh(G)
+    with blas_limit(1):  # the same rounding whatever BLAS threads the caller has: reproducible selections
+        ev, U = np.linalg.eigh(G)
     # G is positive semi-definite: negative eigenvalues are rounding
     ev = np.clip(ev, 0.0, None)
     return GramSpectrum(ev, U, n)
