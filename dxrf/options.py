@@ -42,9 +42,9 @@ class Options:
         attached to a terminal.
     """
 
-    tile_bytes: int = 64 * 2**20
+    tile_bytes: int = 80 * 2**20
     min_tile_rows: int = 256
-    max_tile_rows: int = 8192
+    max_tile_rows: int = 10_000
     blas_threads: int | None = 1
     split_every: int = 8
     progress: bool | None = False

@@ -350,10 +350,16 @@ def _check_block(X: np.ndarray, y: np.ndarray | None, kernel: FeatureKernel, row
     return X, Y
 
 
+# Tile sizes that divide 10 000, hence the usual chunk sizes (10k, 50k, 100k, 1M rows):
+# with them no tile is cut by a chunk boundary and no fix-up task is needed.
+_ROUND_TILES = (10_000, 5_000, 2_500, 2_000, 1_250, 1_000, 500, 250)
+
+
 def _default_tile_rows(kernel: FeatureKernel) -> int:
     opts = get_options()
     rows = opts.tile_bytes // (kernel.n_components * kernel.dtype.itemsize)
-    return int(min(opts.max_tile_rows, max(opts.min_tile_rows, rows)))
+    rows = int(min(opts.max_tile_rows, max(opts.min_tile_rows, rows)))
+    return next((t for t in _ROUND_TILES if opts.min_tile_rows <= t <= rows), rows)
 
 
 def block_stats(
