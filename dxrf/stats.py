@@ -12,7 +12,9 @@ from __future__ import annotations
 import dataclasses
 import numbers
 import os
+import threading
 from collections.abc import Sequence
+from types import ModuleType
 
 import dask
 import dask.array as da
@@ -20,6 +22,7 @@ import numpy as np
 from scipy.linalg import blas
 
 from ._blas import blas_limit
+from ._device import array_module, kernel_on, to_host
 from ._validation import check_dask_matrix, is_dask
 from .features.kernel import FeatureKernel
 from .options import get_options
@@ -207,19 +210,42 @@ class _Sums:
     worker counts (tiles themselves follow a global grid of row indices).
     """
 
-    def __init__(self, m: int, k: int | None) -> None:
+    def __init__(self, m: int, k: int | None, xp: ModuleType = np) -> None:
         self.n = 0
         self.m = m
         self.k = k
-        self.hi = {"gram": np.zeros((m, m)), "sum": np.zeros(m)}
+        self.xp = xp
+        self.hi = {"gram": xp.zeros((m, m)), "sum": xp.zeros(m)}
         if k is not None:
-            self.hi.update(cross=np.zeros((m, k)), ysum=np.zeros(k), yy=np.zeros((k, k)))
-        self.lo = {key: np.zeros_like(v) for key, v in self.hi.items()}
+            self.hi.update(cross=xp.zeros((m, k)), ysum=xp.zeros(k), yy=xp.zeros((k, k)))
+        self.lo = {key: xp.zeros_like(v) for key, v in self.hi.items()}
+
+    def __getstate__(self) -> dict:
+        if self.xp is not np:
+            raise TypeError("device sums are not shipped; call to_host() first")
+        state = dict(self.__dict__)
+        del state["xp"]  # modules do not pickle
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state, xp=np)
+
+    def to_host(self) -> _Sums:
+        """These sums with every array copied to host memory (NumPy)."""
+        if self.xp is np:
+            return self
+        host = _Sums.__new__(_Sums)
+        host.__dict__.update(self.__dict__, xp=np)
+        host.hi = {key: to_host(v) for key, v in self.hi.items()}
+        host.lo = {key: to_host(v) for key, v in self.lo.items()}
+        return host
 
     def _scratch(self, shape: tuple[int, ...]) -> np.ndarray:
-        if getattr(self, "_buf", None) is None or self._buf.size < 3 * int(np.prod(shape)):
-            self._buf = np.empty(3 * max(int(np.prod(shape)), _SUM_ROWS * self.m))
-        return self._buf[: 3 * int(np.prod(shape))].reshape((3,) + shape)
+        size = 3 * int(np.prod(shape))
+        if self.xp is not np:  # the device's memory pool makes reallocation cheap
+            return self.xp.empty((3,) + shape)
+        buf = _thread_buffer("sums", None, np.dtype(np.float64), min_size=max(size, 3 * _SUM_ROWS * self.m))
+        return buf[:size].reshape((3,) + shape)
 
     def _bands(self):
         for r0 in range(0, self.m, _SUM_ROWS):
@@ -245,12 +271,6 @@ class _Sums:
                 lo += other.lo[key][band]
         return self
 
-    def __getstate__(self) -> dict:
-        # scratch space is not worth shipping between workers
-        state = dict(self.__dict__)
-        state["_buf"] = None
-        return state
-
     def finish(self, scale: np.ndarray) -> FeatureStats:
         total = {key: self.hi[key] + self.lo[key] for key in self.hi}
         upper = np.triu(total["gram"])
@@ -271,7 +291,7 @@ def _compensated_add(hi: np.ndarray, lo: np.ndarray, x: np.ndarray, scratch: np.
     allocating temporaries, whose first touch is slow on this class of machine.
     """
     if scratch is None:
-        scratch = np.empty((3,) + hi.shape)
+        scratch = array_module(hi).empty((3,) + hi.shape)
     s, bp, err = scratch[0], scratch[1], scratch[2]
     np.add(hi, x, out=s)
     np.subtract(s, hi, out=bp)
@@ -293,16 +313,65 @@ def _tile_grid(start: int, stop: int, tile_rows: int) -> list[tuple[int, int]]:
     return out
 
 
-class _TileWorker:
-    """Per-task buffers and the statistics of whole tiles of rows."""
+_THREAD = threading.local()
 
-    def __init__(self, kernel: FeatureKernel, tile_rows: int, n_targets: int | None, groups: int) -> None:
-        self.kernel = kernel
+
+def _thread_buffer(
+    name: str, shape: tuple[int, ...] | None, dtype: np.dtype, order: str = "C", min_size: int = 0
+) -> np.ndarray:
+    """A scratch array kept by the calling thread and reused by its next tasks.
+
+    Tasks of a pass run one after another on each worker thread; allocating
+    their tile buffers afresh costs a first touch of ~100 MB per task, several
+    percent of the pass on this class of machine. Each thread keeps one array
+    per name (replaced when the shape or dtype changes), so no two concurrent
+    tasks share one. With ``shape=None`` it is a flat array of at least
+    ``min_size`` elements.
+    """
+    cache = getattr(_THREAD, "buffers", None)
+    if cache is None:
+        cache = _THREAD.buffers = {}
+    a = cache.get(name)
+    if shape is None:
+        fits = a is not None and a.dtype == dtype and a.size >= min_size
+        shape = (min_size,)
+    else:
+        fits = a is not None and a.shape == shape and a.dtype == dtype and a.flags[f"{order}_CONTIGUOUS"]
+    if not fits:
+        cache.pop(name, None)  # free the old one before allocating
+        # zeros, not empty: syrk never writes the Gram's lower triangle, which the
+        # band-wise compensated sums read (and then discard)
+        a = cache[name] = np.zeros(shape, dtype=dtype, order=order)
+    return a
+
+
+class _TileWorker:
+    """Per-task buffers and the statistics of whole tiles of rows.
+
+    ``sums`` continues the compensated sums of earlier chunks of the same lane
+    when given (they are updated in place), else starts new ones.
+    """
+
+    def __init__(
+        self,
+        kernel: FeatureKernel,
+        tile_rows: int,
+        n_targets: int | None,
+        groups: int,
+        sums: list | None = None,
+        xp: ModuleType = np,
+    ) -> None:
         m = kernel.n_components
-        self.buf = np.empty((tile_rows, m), dtype=kernel.dtype)
-        self.gram = np.zeros((m, m), dtype=kernel.dtype, order="F")
+        self.xp = xp
+        self.kernel = kernel_on(kernel, xp)
+        if xp is np:
+            self.buf = _thread_buffer("tile", (tile_rows, m), kernel.dtype)
+            self.gram = _thread_buffer("gram", (m, m), kernel.dtype, order="F")
+        else:
+            self.buf = xp.empty((tile_rows, m), dtype=kernel.dtype)
+            self.gram = xp.zeros((m, m), dtype=kernel.dtype)
         self.syrk = _SYRK[kernel.dtype]
-        self.sums = [_Sums(m, n_targets) for _ in range(groups)]
+        self.sums = sums if sums is not None else [_Sums(m, n_targets, xp) for _ in range(groups)]
 
     def add_tile(self, X: np.ndarray, Y: np.ndarray | None, mask: np.ndarray | None) -> None:
         """Add one global tile (its train rows to group 0, validation rows to group 1)."""
@@ -319,7 +388,10 @@ class _TileWorker:
             return
         sums = self.sums[g]
         Z = self.kernel.raw(X, out=self.buf[:n])
-        self.gram = self.syrk(1.0, Z.T, beta=0.0, c=self.gram, trans=0, lower=0, overwrite_c=1)
+        if self.xp is np:
+            self.gram = self.syrk(1.0, Z.T, beta=0.0, c=self.gram, trans=0, lower=0, overwrite_c=1)
+        else:  # cuBLAS GEMM: twice syrk's flops, but on a GPU the pass is bound elsewhere
+            self.xp.matmul(Z.T, Z, out=self.gram)
         sums.add("gram", self.gram)
         sums.add("sum", Z.sum(axis=0, dtype=np.float64))
         if Y is not None:
@@ -330,6 +402,9 @@ class _TileWorker:
 
 
 def _check_block(X: np.ndarray, y: np.ndarray | None, kernel: FeatureKernel, row_offset: int):
+    xp = array_module(X)
+    if xp is not np:
+        return _check_device_block(X, y, kernel, row_offset, xp)
     X = np.asarray(X)
     if X.dtype.kind not in "biuf":
         raise TypeError(f"X must hold numbers (bool, integer or float), got dtype {X.dtype}")
@@ -347,6 +422,29 @@ def _check_block(X: np.ndarray, y: np.ndarray | None, kernel: FeatureKernel, row
         if not np.isfinite(Y).all():
             bad = int(np.flatnonzero(~np.isfinite(Y).all(axis=1))[0]) + row_offset
             raise ValueError(f"y contains NaN or infinity (first at row {bad})")
+    return X, Y
+
+
+def _check_device_block(X, y, kernel: FeatureKernel, row_offset: int, xp: ModuleType):
+    """:func:`_check_block` for device (CuPy) blocks: the checks run on the device."""
+    if X.dtype.kind not in "biuf":
+        raise TypeError(f"X must hold numbers (bool, integer or float), got dtype {X.dtype}")
+    if X.ndim != 2 or X.shape[1] != kernel.n_features_in:
+        raise ValueError(f"X block has shape {X.shape}; the feature map expects {kernel.n_features_in} columns")
+    finite = xp.isfinite(X).all(axis=1)
+    if not bool(finite.all()):
+        bad = int(to_host(xp.flatnonzero(~finite))[0]) + row_offset
+        raise ValueError(f"X contains NaN or infinity (first at row {bad})")
+    if y is None:
+        return X, None
+    Y = xp.asarray(y)
+    if Y.dtype.kind not in "biuf":
+        raise TypeError(f"y must hold numbers (bool, integer or float), got dtype {Y.dtype}")
+    Y = Y.astype(np.float64, copy=False).reshape(X.shape[0], -1)
+    finite = xp.isfinite(Y).all(axis=1)
+    if not bool(finite.all()):
+        bad = int(to_host(xp.flatnonzero(~finite))[0]) + row_offset
+        raise ValueError(f"y contains NaN or infinity (first at row {bad})")
     return X, Y
 
 
@@ -435,19 +533,26 @@ def resolve_kernel(features: object, X: np.ndarray | da.Array | None = None) -> 
     return kernel
 
 
-def _chunk_task(X, y, mask, kernel, start, n_total, fraction, seed, tile_rows, blas_threads, groups):
+def _chunk_task(X, y, mask, kernel, start, n_total, fraction, seed, tile_rows, blas_threads, groups, sums=None):
     """One row chunk: sums of the global tiles it holds whole, and the fragments of the others.
 
     A tile cut by a chunk boundary is not summed here: its rows (X is narrow,
     so they are small) go to a fix-up task that joins the pieces, so every
     tile's float32 Gram is computed from the same rows however X is chunked.
+    ``sums`` are the running sums of the previous chunk of the same lane,
+    continued in place (see :func:`accumulate`).
     """
     X, Y = _check_block(X, y, kernel, start)
+    xp = array_module(X)
     if fraction is not None:
         mask = hashed_split(start, start + X.shape[0], fraction, seed)
     elif mask is not None:
-        mask = np.asarray(mask, dtype=bool).reshape(-1)
-    worker = _TileWorker(kernel, tile_rows, None if Y is None else Y.shape[1], groups)
+        mask = to_host(mask).astype(bool, copy=False).reshape(-1)
+    # device blocks: sums of this chunk on the device, added to the lane's host sums at the end
+    lane = sums
+    worker = _TileWorker(
+        kernel, tile_rows, None if Y is None else Y.shape[1], groups, sums if xp is np else None, xp
+    )
     fragments = {}
     limiter = blas_limit(blas_threads)
     with limiter:
@@ -456,10 +561,15 @@ def _chunk_task(X, y, mask, kernel, start, n_total, fraction, seed, tile_rows, b
             a, b = lo - start, hi - start
             rows = (X[a:b], None if Y is None else Y[a:b], None if mask is None else mask[a:b])
             if lo == t * tile_rows and hi == min((t + 1) * tile_rows, n_total):
+                if xp is not np and rows[2] is not None:
+                    rows = rows[:2] + (xp.asarray(rows[2]),)
                 worker.add_tile(*rows)
-            else:
-                fragments[t] = (lo,) + tuple(None if r is None else r.copy() for r in rows)
-    return worker.sums, fragments
+            else:  # fragments travel as host arrays; the fix-up task runs on the host
+                fragments[t] = (lo,) + tuple(None if r is None else to_host(r).copy() for r in rows)
+    if xp is np:
+        return worker.sums, fragments
+    done = [s.to_host() for s in worker.sums]
+    return (done if lane is None else _merge(lane, done)), fragments
 
 
 def _fixup_task(t, kernel, tile_rows, blas_threads, groups, *fragment_maps):
@@ -512,6 +622,16 @@ _MERGE_BYTES = 512 * 2**20
 def _fan_in(m: int, groups: int, limit: int) -> int:
     partial = groups * 2 * 8 * m * m  # hi and lo float64 Grams per group
     return int(max(2, min(limit, _MERGE_BYTES // max(partial, 1))))
+
+
+def _default_lanes(n_chunks: int) -> int:
+    """Two lanes per thread of the active cluster: enough to keep every thread busy
+    when lanes drift apart, few enough that partials stay a small cost."""
+    from .progress import active_client
+
+    client = active_client()
+    threads = sum(client.nthreads().values()) if client is not None else (os.cpu_count() or 1)
+    return max(1, min(n_chunks, 2 * threads))
 
 
 def _finish(sums, scale):
@@ -573,13 +693,16 @@ def accumulate(
     progress: bool | None = None,
     tile_rows: int | None = None,
     split_every: int | None = None,
+    lanes: int | None = None,
 ) -> FeatureStats | tuple[FeatureStats, FeatureStats]:
     """One pass over ``X`` accumulating the statistics of the features ``z(X)``.
 
-    Each row chunk becomes a partial :class:`FeatureStats` in one task (on
-    the worker that holds or reads the chunk); a tree reduction sums them. The
-    N x M feature matrix is never formed: a task holds one tile of features.
-    Per-block arithmetic runs in the feature dtype; sums are float64.
+    Each row chunk is one task (on the worker that holds or reads the chunk)
+    that adds its rows into a running sum; chunks are chained into ``lanes``
+    (about two per worker thread), so each worker accumulates locally and only
+    one partial per lane is shipped and tree-reduced. The N x M feature matrix
+    is never formed: a task holds one tile of features. Per-block arithmetic
+    runs in the feature dtype; sums are float64.
 
     Parameters
     ----------
@@ -604,6 +727,11 @@ def accumulate(
         Fan-in of the tree reduction. By default the largest fan-in up to
         ``get_options().split_every`` whose partials fit in 512 MiB (a partial
         holds ``16 M^2`` bytes per group of rows: compensated float64 sums).
+    lanes : int, optional
+        Number of chains of chunks, each with one running sum. By default
+        twice the threads of the cluster (or of this machine without one),
+        at most the number of chunks; ``lanes`` equal to the number of chunks
+        gives one independent task per chunk.
 
     Returns
     -------
@@ -660,11 +788,19 @@ def accumulate(
     # fresh keys on every call: a pass is a pass, never a lookup of a result
     # still held by the scheduler from an earlier call
     task = dask.delayed(_chunk_task, pure=False, nout=2)
-    parts, fragments = [], []
-    for xb, yb, mb, s in zip(x_blocks, y_blocks, m_blocks, starts):
-        sums, frags = task(xb, yb, mb, kernel_d, int(s), n, fraction, split_seed, tile_rows, opts.blas_threads, groups)
-        parts.append(sums)
+    # Chunks are chained into lanes, one running sum per lane continued in place
+    # by its next chunk: one partial per lane (not per chunk) is allocated,
+    # shipped and merged, and a lane stays on the worker holding its sum.
+    n_lanes = lanes or _default_lanes(len(x_blocks))
+    lane_sums: list = [None] * n_lanes
+    fragments = []
+    for i, (xb, yb, mb, s) in enumerate(zip(x_blocks, y_blocks, m_blocks, starts)):
+        j = i * n_lanes // len(x_blocks)  # contiguous runs of chunks, as dask places them
+        lane_sums[j], frags = task(
+            xb, yb, mb, kernel_d, int(s), n, fraction, split_seed, tile_rows, opts.blas_threads, groups, lane_sums[j]
+        )
         fragments.append(frags)
+    parts = [p for p in lane_sums if p is not None]
     # tiles cut by chunk boundaries, and the chunks holding their pieces
     holders: dict[int, list[int]] = {}
     for i, (s, c) in enumerate(zip(starts, chunks)):

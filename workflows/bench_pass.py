@@ -31,6 +31,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--warm", action="store_true", help="read zarr from the page cache (default: drop the cache before each repeat)"
     )
+    parser.add_argument(
+        "--gpu",
+        action="store_true",
+        help="CuPy blocks on one GPU worker; the bound is cuBLAS's Gram time on the device",
+    )
     parser.add_argument("--workdir", default=None, help="where to write the zarr copy (default: a temp dir)")
     parser.add_argument("--out", default="results", help="results folder")
 
@@ -49,6 +54,24 @@ def _syrk_rate(m: int, dtype: str, rows: int, repeats: int) -> float:
     return rows * m * m / t
 
 
+def _gpu_gram_rate(m: int, dtype: str, rows: int, repeats: int) -> float:
+    """N·M0² / time of the device Gram (``Z.T @ Z``) on one GPU, as for ``_syrk_rate``."""
+    import cupy
+
+    from ._common import median_time
+
+    Z = cupy.cos(cupy.random.default_rng(0).standard_normal((rows, m))).astype(dtype)
+    G = cupy.empty((m, m), dtype=dtype)
+
+    def gram() -> None:
+        cupy.matmul(Z.T, Z, out=G)
+        cupy.cuda.Device().synchronize()
+
+    gram()
+    t, _, _ = median_time(gram, repeats)
+    return rows * m * m / t
+
+
 def run(args: argparse.Namespace) -> dict:
     import dask.array as da
     from distributed import Client, LocalCluster, wait
@@ -60,7 +83,14 @@ def run(args: argparse.Namespace) -> dict:
     n = int(args.n_rows)
     d = args.n_features
     rows = []
-    results = {"n_rows": n, "n_features": d, "workers": args.workers, "chunk_rows": args.chunk_rows, "runs": []}
+    results = {
+        "n_rows": n,
+        "n_features": d,
+        "workers": 1 if args.gpu else args.workers,
+        "device": "gpu" if args.gpu else "cpu",
+        "chunk_rows": args.chunk_rows,
+        "runs": [],
+    }
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="dxrf-bench-"))
     from dxrf.cluster import scheduler_address
 
@@ -68,20 +98,25 @@ def run(args: argparse.Namespace) -> dict:
     if address:
         cluster, client = None, Client(address)
     else:
-        cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=None)
+        workers = 1 if args.gpu else args.workers  # one GPU here
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
         client = Client(cluster)
     try:
         X = da.random.default_rng(0).standard_normal((n, d), chunks=(args.chunk_rows, d), dtype=np.float32)
-        X = client.persist(X)
+        on_device = _to_device if args.gpu else (lambda a: a)
+        X = client.persist(on_device(X))
         wait(X)
         zpath = workdir / "X.zarr"
         if not args.no_zarr:
             t0 = time.perf_counter()
-            da.to_zarr(X, str(zpath), overwrite=True)
+            da.to_zarr(X.map_blocks(_to_host, dtype=X.dtype) if args.gpu else X, str(zpath), overwrite=True)
             results["zarr_write_s"] = time.perf_counter() - t0
         for dtype in args.dtype:
             for m0 in args.m0:
-                rate = _syrk_rate(m0, dtype, rows=20_000, repeats=args.repeats + 2)
+                if args.gpu:
+                    rate = _gpu_gram_rate(m0, dtype, rows=200_000, repeats=args.repeats + 2)
+                else:
+                    rate = _syrk_rate(m0, dtype, rows=20_000, repeats=args.repeats + 2)
                 bound = n * m0 * m0 / rate
                 fmap = dxrf.RandomFourierFeatures(m0, bandwidth=float(np.sqrt(d)), dtype=dtype, random_state=0).fit(
                     np.zeros((1, d))
@@ -90,7 +125,7 @@ def run(args: argparse.Namespace) -> dict:
                 if not args.no_zarr:
                     cold = not args.warm and drop_page_cache()
                     label = "zarr, cold cache" if cold else "zarr, page cache"
-                    variants.append((label, da.from_zarr(str(zpath)), drop_page_cache if cold else None))
+                    variants.append((label, on_device(da.from_zarr(str(zpath))), drop_page_cache if cold else None))
                 for label, data, setup in variants:
                     dxrf.accumulate(data[: args.chunk_rows * args.workers], features=fmap)  # warm workers
                     t, times, stats = median_time(lambda: dxrf.accumulate(data, features=fmap), args.repeats, setup)
@@ -120,3 +155,14 @@ def run(args: argparse.Namespace) -> dict:
     print(md)
     write_results(args.out, "bench-pass", results, md)
     return results
+
+
+def _to_device(X):
+    """The dask array ``X`` with CuPy chunks."""
+    import cupy
+
+    return X.map_blocks(cupy.asarray, dtype=X.dtype, meta=cupy.empty((0, 0), dtype=X.dtype))
+
+
+def _to_host(block):
+    return block.get()

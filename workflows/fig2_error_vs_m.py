@@ -116,12 +116,56 @@ def rks_validation(train, valid, m, m0, alphas) -> float:
     return float(f.mse["valid"].min())
 
 
-def evaluate_seed(data, kernel, train, valid, sigma, seed, args, log):
-    """Test errors of every method and M for one seed, choices made on validation."""
+def candidate_pass(data, sigma: float, seed: int, m0: int, log):
+    """ONE pass over the training rows: statistics of ``m0`` candidates for training and validation rows.
+
+    Returns ``(kernel, train, valid)``; the pass is recorded in ``log``.
+    """
+    from ._paper import VALIDATION_FRACTION, fourier_kernel, stats_pass
+
+    kernel = fourier_kernel(data.d, m0, sigma, seed)
+    train, valid = stats_pass(data.X, data.T, [kernel], fraction=VALIDATION_FRACTION, seed=seed)[0]
+    log.add("train", data.name, [(sigma, seed)], "candidate statistics (train + validation)")
+    return kernel, train, valid
+
+
+def select_sigma(data, grid, seed: int, args, log):
+    """The bandwidth of ``grid`` whose RKS fit at the largest M has the lowest validation MSE.
+
+    One candidate pass per bandwidth (:func:`candidate_pass`). Returns
+    ``(sigma, kernel, train, valid, scores)``: the chosen bandwidth with its
+    candidate kernel and statistics, and ``{"sigma", "rks_valid_mse"}`` per
+    bandwidth.
+    """
+    from ._paper import say
+
+    m0 = 10 * max(args.m)
+    best = None
+    scores = []
+    for sigma in grid:
+        kernel, train, valid = candidate_pass(data, sigma, seed, m0, log)
+        v = rks_validation(train, valid, max(args.m), m0, args.alphas)
+        scores.append({"sigma": sigma, "rks_valid_mse": v})
+        say(f"   sigma = {sigma:.3g}: validation MSE of RKS at M = {max(args.m)}: {v:.4g}")
+        if best is None or v < best[0]:
+            best = (v, sigma, kernel, train, valid)
+    _, sigma, kernel, train, valid = best
+    return sigma, kernel, train, valid, scores
+
+
+def seed_fits(data, kernel, train, valid, sigma, seed, args, log) -> list:
+    """Every (method, M, parameter) of one seed with its whole ridge path and its errors.
+
+    Each :class:`~workflows._paper.Fit` holds, per alpha, the training,
+    validation and test errors: from the candidate statistics and ONE pass
+    over the test rows (regression), or from prediction passes scoring all
+    models at once (classification: one over the training rows, one over the
+    test rows).
+    """
     from ._paper import (
+        VALIDATION_FRACTION,
         add_mse,
         assign_errors,
-        choose,
         error_pass,
         model_groups,
         regression_errors,
@@ -138,7 +182,7 @@ def evaluate_seed(data, kernel, train, valid, sigma, seed, args, log):
     else:
         groups, layout = model_groups(fits, {0: kernel})
         n_models = groups[0][1].shape[1]
-        res = error_pass(data.X, data.labels, groups, kind="binary", fraction=0.2, seed=seed)
+        res = error_pass(data.X, data.labels, groups, kind="binary", fraction=VALIDATION_FRACTION, seed=seed)
         if int(res[1][1]) != valid.n:  # the prediction pass must see exactly the statistics' validation rows
             raise RuntimeError(f"validation rows differ: {int(res[1][1])} in the prediction pass, {valid.n} in the statistics")
         log.add("train", data.name, [(sigma, seed)], f"0-1 errors of {n_models} models on training/validation rows")
@@ -146,7 +190,14 @@ def evaluate_seed(data, kernel, train, valid, sigma, seed, args, log):
         res = error_pass(data.X_test, data.labels_test, groups, kind="binary")
         log.add("test", data.name, [(sigma, seed)], f"0-1 errors of {n_models} models on test rows")
         assign_errors(layout, res, ("test", None))
-    best = choose(fits)
+    return fits
+
+
+def evaluate_seed(data, kernel, train, valid, sigma, seed, args, log):
+    """Test errors of every method and M for one seed, choices made on validation."""
+    from ._paper import choose
+
+    best = choose(seed_fits(data, kernel, train, valid, sigma, seed, args, log))
     out = {}
     for (method, m), (f, j) in best.items():
         out[(method, m)] = {
@@ -165,7 +216,6 @@ def run(args: argparse.Namespace) -> dict:
         dataset_label,
         finish,
         fmt_ms,
-        fourier_kernel,
         load_data,
         mean_std,
         out_path,
@@ -173,7 +223,6 @@ def run(args: argparse.Namespace) -> dict:
         resolve_options,
         say,
         short_label,
-        stats_pass,
     )
 
     resolve_options(args, FULL, QUICK)
@@ -193,23 +242,11 @@ def run(args: argparse.Namespace) -> dict:
                     grid = [f * data.sigma_median for f in args.sigma_factors]
                     say(f"\n== {data.label}: {data.n_train} training / {data.n_test} test rows, d = {data.d}; "
                         f"M0 = {m0}; sigma grid {[round(s, 3) for s in grid]}")
-                    best = None
-                    for sigma in grid:
-                        kernel = fourier_kernel(data.d, m0, sigma, seed)
-                        train, valid = stats_pass(data.X, data.T, [kernel], fraction=0.2, seed=seed)[0]
-                        log.add("train", name, [(sigma, seed)], "candidate statistics (train + validation)")
-                        v = rks_validation(train, valid, max(args.m), m0, args.alphas)
-                        info.setdefault("sigma_validation", []).append({"sigma": sigma, "rks_valid_mse": v})
-                        say(f"   sigma = {sigma:.3g}: validation MSE of RKS at M = {max(args.m)}: {v:.4g}")
-                        if best is None or v < best[0]:
-                            best = (v, sigma, kernel, train, valid)
-                    _, sigma, kernel, train, valid = best
+                    sigma, kernel, train, valid, info["sigma_validation"] = select_sigma(data, grid, seed, args, log)
                     info["sigma"] = sigma
                     say(f"   chosen sigma = {sigma:.3g}")
                 else:
-                    kernel = fourier_kernel(data.d, m0, sigma, seed)
-                    train, valid = stats_pass(data.X, data.T, [kernel], fraction=0.2, seed=seed)[0]
-                    log.add("train", name, [(sigma, seed)], "candidate statistics (train + validation)")
+                    kernel, train, valid = candidate_pass(data, sigma, seed, m0, log)
                 per_seed.append(evaluate_seed(data, kernel, train, valid, sigma, seed, args, log))
                 say(f"   seed {seed}: " + ", ".join(f"{k} {per_seed[-1][(k, max(args.m))]['test']:.4f}" for k in METHODS)
                     + f"  (M = {max(args.m)}; {log.seconds():.0f} s)")

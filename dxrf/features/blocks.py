@@ -12,7 +12,11 @@ times slower than the arithmetic on this class of machine.
 
 from __future__ import annotations
 
+from types import ModuleType
+
 import numpy as np
+
+from .._device import array_module
 
 __all__ = [
     "project",
@@ -25,19 +29,23 @@ __all__ = [
 ]
 
 
-def _buffer(out: np.ndarray | None, shape: tuple[int, int], dtype: np.dtype) -> np.ndarray:
+def _buffer(out: np.ndarray | None, shape: tuple[int, int], dtype: np.dtype, xp: ModuleType = np) -> np.ndarray:
     if out is None:
-        return np.empty(shape, dtype=dtype)
+        return xp.empty(shape, dtype=dtype)
     if out.shape != shape or out.dtype != dtype:
         raise ValueError(f"out has shape {out.shape} and dtype {out.dtype}; expected {shape} {np.dtype(dtype)}")
     return out
 
 
 def project(X: np.ndarray, W: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """Return ``X @ W`` computed in ``W.dtype``, into ``out`` when given."""
-    X = np.asarray(X, dtype=W.dtype)
-    out = _buffer(out, (X.shape[0], W.shape[1]), W.dtype)
-    return np.matmul(X, W, out=out)
+    """Return ``X @ W`` computed in ``W.dtype``, into ``out`` when given.
+
+    ``X`` and ``W`` may be CuPy arrays (both on the device).
+    """
+    xp = array_module(W)
+    X = xp.asarray(X, dtype=W.dtype)
+    out = _buffer(out, (X.shape[0], W.shape[1]), W.dtype, xp)
+    return xp.matmul(X, W, out=out)
 
 
 def fourier_block(X: np.ndarray, W: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -66,7 +74,7 @@ def maxout_block(X: np.ndarray, W: np.ndarray, pieces: int, out: np.ndarray | No
     """
     n = X.shape[0]
     m = W.shape[1] // pieces
-    out = _buffer(out, (n, m), W.dtype)
+    out = _buffer(out, (n, m), W.dtype, array_module(W))
     if pieces == 1:
         return project(X, W, out)
     proj = project(X, W)

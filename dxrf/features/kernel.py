@@ -6,6 +6,7 @@ import dataclasses
 
 import numpy as np
 
+from .._device import is_device_array
 from . import blocks
 
 __all__ = ["FeatureKernel", "ACTIVATIONS"]
@@ -75,8 +76,12 @@ class FeatureKernel:
 
     # -- evaluation -----------------------------------------------------
     def raw(self, X: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-        """Unscaled features of the rows ``X`` (shape ``(n, M)``, kernel dtype)."""
-        X = np.asarray(X)
+        """Unscaled features of the rows ``X`` (shape ``(n, M)``, kernel dtype).
+
+        ``X`` may be a CuPy array when the kernel's arrays are on the device
+        (see :func:`dxrf._device.kernel_on`).
+        """
+        X = X if is_device_array(X) else np.asarray(X)
         if X.ndim != 2 or X.shape[1] != self.n_features_in:
             raise ValueError(f"X has shape {X.shape}; the feature map expects {self.n_features_in} columns")
         if self.signs is not None:
