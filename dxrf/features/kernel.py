@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 
-from .._device import is_device_array
+from .._device import array_module, is_device_array
 from . import blocks
 
 __all__ = ["FeatureKernel", "ACTIVATIONS"]
@@ -74,6 +75,17 @@ class FeatureKernel:
         arrays = (self.scale, self.W, self.b, self.signs, self.norms)
         return sum(a.nbytes for a in arrays if a is not None)
 
+    @functools.cached_property
+    def _w_with_offset(self) -> np.ndarray:
+        """``W`` with the offsets ``b`` as an extra last row (see ``blocks.fourier_block``)."""
+        xp = array_module(self.W)
+        return xp.concatenate([self.W, self.b.reshape(1, -1).astype(self.W.dtype)])
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop("_w_with_offset", None)  # derived: not worth shipping
+        return state
+
     # -- evaluation -----------------------------------------------------
     def raw(self, X: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """Unscaled features of the rows ``X`` (shape ``(n, M)``, kernel dtype).
@@ -91,7 +103,7 @@ class FeatureKernel:
                 np.cos(out, out=out)
             return out
         if self.activation == "cos":
-            return blocks.fourier_block(X, self.W, self.b, out)
+            return blocks.fourier_block(X, self.W, self.b, out, Wb=self._w_with_offset)
         if self.activation == "relu":
             return blocks.relu_block(X, self.W, out)
         if self.activation == "maxout":

@@ -1,0 +1,42 @@
+"""Smoke runs of the pass and scikit-learn benchmarks at tiny sizes (figures are not checked)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+
+from workflows import bench_pass, bench_sklearn
+
+
+def _args(module, **overrides) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    module.add_arguments(parser)
+    args = parser.parse_args([])
+    for k, v in overrides.items():
+        setattr(args, k, v)
+    return args
+
+
+def test_bench_pass_measures_both_variants_against_the_bound(tmp_path):
+    args = _args(bench_pass, n_rows=2e4, m0=[48], dtype=["float32", "float64"], chunk_rows=5000, repeats=1,
+                 out=str(tmp_path), workdir=str(tmp_path / "work"))
+    res = bench_pass.run(args)
+    assert len(res["runs"]) == 4  # 2 dtypes x (in memory, zarr)
+    for run in res["runs"]:
+        assert run["median_s"] > 0 and run["bound_s"] > 0
+        assert run["ratio_to_bound"] == pytest.approx(run["bound_s"] / run["median_s"])
+    saved = json.loads((tmp_path / "bench-pass.json").read_text())
+    assert saved["device"] == "cpu" and saved["n_rows"] == 20000
+
+
+def test_bench_sklearn_fits_the_same_model_as_scikit_learn(tmp_path):
+    args = _args(bench_sklearn, n_rows=4000, m=60, repeats=1, tuned_m=[20, 40], n_alphas=3, out=str(tmp_path))
+    res = bench_sklearn.run(args)
+    med = res["single"]["median"]
+    # same frequencies and penalty: test errors agree up to float32 rounding
+    assert med["dxrf"]["test_mse"] == pytest.approx(med["sklearn"]["test_mse"], rel=1e-2)
+    tuned = res["tuned"]
+    assert tuned["sklearn"]["fits"] == 6 and tuned["dxrf"]["passes"] == 1
+    assert (tmp_path / "bench-sklearn.md").exists()
