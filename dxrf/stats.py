@@ -624,14 +624,45 @@ def _fan_in(m: int, groups: int, limit: int) -> int:
     return int(max(2, min(limit, _MERGE_BYTES // max(partial, 1))))
 
 
-def _default_lanes(n_chunks: int) -> int:
-    """Two lanes per thread of the active cluster: enough to keep every thread busy
-    when lanes drift apart, few enough that partials stay a small cost."""
+def _lanes(X: da.Array, lanes: int | None) -> list[int]:
+    """The lane of each row chunk of ``X``.
+
+    Chunks already in the cluster's memory (a persisted array) are chained on
+    the worker holding them, two lanes per thread of that worker, so no chunk
+    moves. Chunks still to be read are dealt out in turn (chunk ``i`` to lane
+    ``i mod L``): reads run roughly in chunk order, and with lanes taking
+    every L-th chunk each read is consumed soon after it lands, so finished
+    reads do not pile up in worker memory while their lane is busy.
+    """
+    n = X.numblocks[0]
+    if lanes is not None:
+        if lanes < 1:
+            raise ValueError(f"lanes must be a positive number of chains, got {lanes}")
+        return [i % lanes for i in range(n)]
     from .progress import active_client
 
     client = active_client()
-    threads = sum(client.nthreads().values()) if client is not None else (os.cpu_count() or 1)
-    return max(1, min(n_chunks, 2 * threads))
+    if client is None:
+        return [i % max(1, min(n, 2 * (os.cpu_count() or 1))) for i in range(n)]
+    threads = client.nthreads()
+    try:
+        who = client.who_has(X)
+    except Exception:  # noqa: BLE001 - placement is only a hint
+        who = {}
+    keys = list(dask.core.flatten(X.__dask_keys__()))
+    holders = [who.get(k) or () for k in keys]
+    if holders and all(h and h[0] in threads for h in holders):
+        ids: dict[tuple[str, int], int] = {}
+        seen: dict[str, int] = {}
+        out = []
+        for h in holders:
+            w = h[0]
+            slot = seen.get(w, 0) % (2 * threads[w])
+            seen[w] = seen.get(w, 0) + 1
+            out.append(ids.setdefault((w, slot), len(ids)))
+        return out
+    total = sum(threads.values()) or 1
+    return [i % max(1, min(n, 2 * total)) for i in range(n)]
 
 
 def _finish(sums, scale):
@@ -728,10 +759,11 @@ def accumulate(
         ``get_options().split_every`` whose partials fit in 512 MiB (a partial
         holds ``16 M^2`` bytes per group of rows: compensated float64 sums).
     lanes : int, optional
-        Number of chains of chunks, each with one running sum. By default
-        twice the threads of the cluster (or of this machine without one),
-        at most the number of chunks; ``lanes`` equal to the number of chunks
-        gives one independent task per chunk.
+        Number of chains of chunks, each with one running sum; chunk ``i``
+        goes to lane ``i mod lanes``. By default two per thread of the cluster
+        (of this machine without one), and chunks of a persisted array stay on
+        the worker holding them; ``lanes`` equal to the number of chunks gives
+        one independent task per chunk.
 
     Returns
     -------
@@ -791,11 +823,11 @@ def accumulate(
     # Chunks are chained into lanes, one running sum per lane continued in place
     # by its next chunk: one partial per lane (not per chunk) is allocated,
     # shipped and merged, and a lane stays on the worker holding its sum.
-    n_lanes = lanes or _default_lanes(len(x_blocks))
-    lane_sums: list = [None] * n_lanes
+    lane_of = _lanes(X, lanes)
+    lane_sums: list = [None] * (max(lane_of) + 1)
     fragments = []
     for i, (xb, yb, mb, s) in enumerate(zip(x_blocks, y_blocks, m_blocks, starts)):
-        j = i * n_lanes // len(x_blocks)  # contiguous runs of chunks, as dask places them
+        j = lane_of[i]
         lane_sums[j], frags = task(
             xb, yb, mb, kernel_d, int(s), n, fraction, split_seed, tile_rows, opts.blas_threads, groups, lane_sums[j]
         )

@@ -68,3 +68,149 @@ def drop_page_cache() -> bool:
         return True
     except OSError:
         return False
+
+
+# -- worker memory and memory incidents ----------------------------------------------
+#
+# Peak memory is read from /proc (Linux): VmHWM, reset by writing "5" to
+# /proc/self/clear_refs (Linux >= 4.0). Not ``ru_maxrss``: Linux carries it over
+# ``exec`` from the parent, so a worker spawned by a large process would report
+# its parent's peak.
+
+# substrings of the worker and nanny log lines written when distributed pauses,
+# kills or restarts a worker (distributed.worker_memory, distributed.nanny)
+_INCIDENT_PATTERNS = ("Pausing worker", "memory budget", "Restarting", "killed by", "exited with status")
+
+
+def _proc_status_bytes(field: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError(f"{field} not found in /proc/self/status")
+
+
+def peak_rss() -> int:
+    """Peak resident memory (VmHWM) of this process in bytes, since start or the last reset."""
+    return _proc_status_bytes("VmHWM")
+
+
+def reset_peak_rss() -> bool:
+    """Reset this process's peak resident memory to its current value; True when it worked."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _worker_memory_state(dask_worker: Any) -> dict:
+    """What :func:`worker_memory` reports, computed on one worker (for ``client.run``)."""
+    import os
+
+    spilled = getattr(dask_worker.data, "spilled_total", None)  # a SpillBuffer when spilling is enabled
+    return {
+        "pid": os.getpid(),
+        "status": getattr(dask_worker.status, "name", str(dask_worker.status)),
+        "rss": _proc_status_bytes("VmRSS"),
+        "peak_rss": peak_rss(),
+        "memory_limit": dask_worker.memory_manager.memory_limit,
+        "spilled_bytes": int(spilled.disk) if spilled is not None else 0,
+    }
+
+
+def worker_memory(client: Any, *, reset: bool = False) -> dict[str, dict]:
+    """Memory state of every worker of ``client``'s cluster.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    reset : bool, default False
+        First reset each worker's peak RSS to its current RSS, so that a
+        later call reports the peak of what ran in between.
+
+    Returns
+    -------
+    dict
+        Address of each reachable worker → ``pid``, ``status`` (``running``, ``paused``, ...),
+        ``rss`` and ``peak_rss`` in bytes, ``memory_limit`` (bytes or None)
+        and ``spilled_bytes`` (bytes written to disk by spilling so far).
+    """
+    # a worker that died or is restarting is left out rather than failing the call
+    if reset:
+        client.run(reset_peak_rss, on_error="ignore")
+    return client.run(_worker_memory_state, on_error="ignore")
+
+
+def memory_log_lines(client: Any) -> dict[str, list[str]]:
+    """Lines of the workers' and nannies' logs about pausing, killing or restarting a worker.
+
+    Keys are ``"worker <address>"`` and ``"nanny <address>"``; lines are newest
+    first, as distributed returns them. Pass a snapshot taken earlier to
+    :func:`memory_incidents` to keep only lines written since.
+    """
+    out: dict[str, list[str]] = {}
+    for kind, nanny in (("worker", False), ("nanny", True)):
+        try:
+            logs = client.get_worker_logs(nanny=nanny)
+        except Exception:  # e.g. workers without a nanny
+            continue
+        for addr, lines in logs.items():
+            out[f"{kind} {addr}"] = [msg for _, msg in lines if any(p in msg for p in _INCIDENT_PATTERNS)]
+    return out
+
+
+def memory_incidents(
+    client: Any, since: float, logs_before: dict[str, list[str]] | None = None, max_lines: int = 20
+) -> dict:
+    """Workers paused, removed or restarted for memory since the time ``since``.
+
+    Reads the scheduler's event log (``worker-status-change`` to ``paused``,
+    ``remove-worker``, the nanny's ``worker-restart-memory``) and the workers'
+    and nannies' logs (:func:`memory_log_lines`).
+
+    Parameters
+    ----------
+    client : distributed.Client
+    since : float
+        ``time.time()`` at the start of the period; scheduler events are
+        stamped with the scheduler's clock (the same on a local cluster).
+    logs_before : dict, optional
+        A :func:`memory_log_lines` snapshot from the start of the period.
+    max_lines : int, default 20
+        How many of the new log lines to return.
+
+    Returns
+    -------
+    dict
+        Counts ``pauses``, ``workers_removed``, ``memory_restarts`` (events),
+        ``pause_log_lines`` and ``kill_log_lines`` (new log lines), and
+        ``log_lines``: the newest of those lines, at most ``max_lines``.
+    """
+    pauses = removed = restarts = 0
+    for topic, events in client.get_events().items():
+        for stamp, msg in events:
+            if stamp < since or not isinstance(msg, dict):
+                continue
+            action = msg.get("action")
+            if action == "worker-status-change" and msg.get("status") == "paused":
+                pauses += 1
+            elif action == "remove-worker" and topic == "all":
+                removed += 1
+            elif topic == "worker-restart-memory":
+                restarts += 1
+    before = logs_before or {}
+    new_lines = []
+    for key, lines in memory_log_lines(client).items():
+        fresh = len(lines) - len(before.get(key, []))
+        new_lines += [f"{key}: {line}" for line in lines[: max(fresh, 0)]]
+    n_pause = sum("Pausing worker" in line for line in new_lines)
+    return {
+        "pauses": pauses,
+        "workers_removed": removed,
+        "memory_restarts": restarts,
+        "pause_log_lines": n_pause,
+        "kill_log_lines": len(new_lines) - n_pause,
+        "log_lines": new_lines[:max_lines],
+    }
