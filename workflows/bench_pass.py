@@ -32,6 +32,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--warm", action="store_true", help="read zarr from the page cache (default: drop the cache before each repeat)"
     )
     parser.add_argument(
+        "--compare-lanes",
+        action="store_true",
+        help="also time the in-memory pass with one independent task per chunk (no lanes)",
+    )
+    parser.add_argument(
         "--gpu",
         action="store_true",
         help="CuPy blocks on one GPU worker; the bound is cuBLAS's Gram time on the device",
@@ -121,14 +126,19 @@ def run(args: argparse.Namespace) -> dict:
                 fmap = dxrf.RandomFourierFeatures(m0, bandwidth=float(np.sqrt(d)), dtype=dtype, random_state=0).fit(
                     np.zeros((1, d))
                 )
-                variants = [("in memory", X, None)]
+                variants = [("in memory", X, None, None)]
+                if args.compare_lanes:
+                    variants.append(("in memory, task per chunk", X, None, X.numblocks[0]))
                 if not args.no_zarr:
                     cold = not args.warm and drop_page_cache()
                     label = "zarr, cold cache" if cold else "zarr, page cache"
-                    variants.append((label, on_device(da.from_zarr(str(zpath))), drop_page_cache if cold else None))
-                for label, data, setup in variants:
+                    zdata = on_device(da.from_zarr(str(zpath)))
+                    variants.append((label, zdata, drop_page_cache if cold else None, None))
+                for label, data, setup, lanes in variants:
                     dxrf.accumulate(data[: args.chunk_rows * args.workers], features=fmap)  # warm workers
-                    t, times, stats = median_time(lambda: dxrf.accumulate(data, features=fmap), args.repeats, setup)
+                    t, times, stats = median_time(
+                        lambda: dxrf.accumulate(data, features=fmap, lanes=lanes), args.repeats, setup
+                    )
                     assert stats.n == n
                     ratio = bound / t
                     rows.append([label, dtype, m0, t, n * m0 * m0 / t / 1e9, bound, ratio])

@@ -22,31 +22,41 @@ N x M feature matrix is never formed.
 Solvers (``solver=``):
 
 ``"newton"``
-    Newton/IRLS. Each pass accumulates the loss, gradient and the K Hessians
+    Newton with Hessians only where they pay. A pass accumulates the loss,
+    the gradient and, when asked, the K Hessians
     ``sum_n w_n [z_n; 1][z_n; 1]^T`` (``w = sigma(f)(1 - sigma(f))``) at the
-    point it evaluates. An iteration is ONE pass: the pass that evaluates the
-    trial point ``theta + Delta`` also gives the Hessian and gradient for the
-    next iteration, and the losses along the segment
-    ``theta + s Delta, s = 1/2, 1/4, ..., 2^-10`` (cheap: one more score
-    vector per row). The full step is taken when it passes the Armijo test or
-    when the objective still decreases at its end (then, by convexity, it
+    point it evaluates: a Hessian costs ``N M^2`` flops (a syrk), the rest
+    of a pass ``O(N M (d + K))``. The first pass brings the Hessian; later
+    passes bring one only when the previous step made slow progress or when
+    the next point should be the last (so that the final step is an exact
+    Newton step); in between, the model Hessian is updated by BFGS from the
+    gradients every pass brings anyway. On random features this halves the
+    cost of a fit against a Hessian in every pass (about twice as many
+    passes, two of them with a Hessian). An iteration is ONE pass: the pass
+    that evaluates the trial point ``theta + Delta`` also gives the gradient
+    (and Hessian) for the next iteration, and the losses along the segment
+    ``theta + s Delta, s = 1/2, 1/4, ..., 2^-10`` and at ``theta`` itself
+    (cheap: one more score vector per row). The full step is taken when it
+    passes the Armijo test against the loss at ``theta`` from the same pass
+    (so both carry the same rounding of float32 scores) or when the
+    objective still decreases at its end (then, by convexity, it
     decreased). Otherwise (early iterations, far-off warm starts) the best
-    grid step is taken and one more pass evaluates it there: such an
-    iteration costs TWO passes (more only when no grid step decreases the
-    loss: loss-only passes then continue the grid, ten halvings each, at most
-    three; steps are also capped in length, see :func:`_capped`). The first
-    pass evaluates the starting point, so
-    ``n_iter`` iterations without backtracking cost ``n_iter + 1`` passes; the
-    last Newton step, once its predicted decrease is below tolerance, is taken
+    grid step is taken and one more pass evaluates it there, with a
+    Hessian: such an iteration costs TWO passes (more only when no grid step
+    decreases the loss: loss-only passes then continue the grid, ten
+    halvings each, at most three; steps are also capped in length, see
+    :func:`_capped`). The first pass evaluates the starting point, so
+    ``n_iter`` iterations without backtracking cost ``n_iter + 1`` passes;
+    the last step, once its predicted decrease is below tolerance, is taken
     without a verifying pass. Memory: ``K (M+1)^2 * 8`` bytes of Hessians per
     task and per partial sum in the reduction (a merge task holds
     ``split_every + 1`` of them).
 ``"lbfgs"``
     scipy's L-BFGS-B, one pass per function-and-gradient evaluation; memory
     O(M K). Its line search compares function values, so float32 features
-    get float64 scores here (float64 coefficients and a float64 copy of the
-    features by sub-tiles of 4096 rows: a few percent of a pass); float32
-    scores make the objective steppy at ~1e-10 relative and stall it.
+    get float64 scores here (float64 coefficients and a float64 copy of each
+    tile: a few percent of a pass); float32 scores make the objective steppy
+    at ~1e-10 relative and stall it.
 ``"newton-cg"``
     Truncated Newton: conjugate gradients on Hessian-vector products, one pass
     per product plus one per trial point (same line search as ``"newton"``).
@@ -74,10 +84,12 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
+import os
 import queue
 import threading
 import warnings
 from collections.abc import Callable, Generator
+from concurrent.futures import ThreadPoolExecutor
 
 import dask
 import dask.array as da
@@ -114,12 +126,15 @@ NEWTON_MAX_COMPONENTS = 4096
 
 SOLVERS = ("auto", "newton", "lbfgs", "newton-cg")
 
-# steps s of the line-search grid evaluated in the same pass as a trial point
+# steps s of the line-search grid evaluated in the same pass as a trial point (a pass also
+# evaluates s = 0, the reference of the Armijo test)
 _LINE_STEPS = 0.5 ** np.arange(1, 11)
 _ARMIJO = 1e-4
 _FTOL = {np.dtype(np.float64): 64 * np.finfo(np.float64).eps, np.dtype(np.float32): 1e-11}
 _MAX_CG = 250
-_SUB_ROWS = 4096  # rows of the per-tile copies (scaled rows of a Hessian, float64 scores)
+_TILE_ROWS = 2048  # rows per tile by default: a tile and its copies stay in cache
+_FLUSH_ROWS = 16384  # rows summed into a Hessian in the kernel dtype before the float64 total
+_REFRESH = 0.25  # Newton: a fresh Hessian when a step shrank the decrement by less than this
 _MAX_BACKTRACK_PASSES = 3  # loss-only passes after the grid of the trial pass: steps down to 2^-40
 _SYRK = {np.dtype(np.float32): blas.ssyrk, np.dtype(np.float64): blas.dsyrk}
 
@@ -203,7 +218,7 @@ class _Spec:
     line: np.ndarray
     dcoef: np.ndarray  # (M, len(line)) kernel dtype
     dintercept: np.ndarray
-    steps: np.ndarray
+    steps: np.ndarray  # the grid _LINE_STEPS, then 0 (the point the direction starts from)
     hv: np.ndarray
     vcoef: np.ndarray  # (M, len(hv)) kernel dtype
     vintercept: np.ndarray
@@ -243,9 +258,12 @@ class _Sums:
         )
 
 
-def _softplus(x: np.ndarray) -> np.ndarray:
-    """``log(1 + exp(x))`` = ``np.logaddexp(0, x)``, stable, about 4x faster; overwrites ``x``."""
-    pos = np.maximum(x, 0.0)
+def _softplus(x: np.ndarray, scratch: np.ndarray | None = None) -> np.ndarray:
+    """``log(1 + exp(x))`` = ``np.logaddexp(0, x)``, stable, about 4x faster; overwrites ``x``.
+
+    ``scratch``, of the shape of ``x``, saves one temporary array.
+    """
+    pos = np.maximum(x, 0.0, out=scratch)
     np.abs(x, out=x)
     np.negative(x, out=x)
     np.exp(x, out=x)
@@ -281,20 +299,59 @@ def _check_block(X: np.ndarray, kernel: FeatureKernel, row_offset: int) -> np.nd
 
 
 def _tile_rows(kernel: FeatureKernel) -> int:
+    """Default rows per tile: at most :data:`_TILE_ROWS`, within the ``tile_bytes`` option."""
     opts = get_options()
-    return max(opts.min_tile_rows, opts.tile_bytes // (kernel.n_components * kernel.dtype.itemsize))
+    by_bytes = max(opts.min_tile_rows, opts.tile_bytes // (kernel.n_components * kernel.dtype.itemsize))
+    return min(by_bytes, _TILE_ROWS)
 
 
-def _block_sums(X: np.ndarray, T: np.ndarray, kernel: FeatureKernel, spec: _Spec, tile_rows: int, row_offset: int = 0) -> _Sums:
+_SCRATCH = threading.local()
+
+
+def _scratch(name: str, shape: tuple[int, ...], dtype: np.dtype, order: str = "C") -> np.ndarray:
+    """A scratch array kept by the calling thread and reused by its later blocks and passes.
+
+    First touch of fresh memory is slower than the arithmetic on this class of
+    machine, and a fit makes several passes of many blocks. Arrays are created
+    zeroed and never shrink (a few tiles' worth per thread, like the tile buffer
+    of :func:`dxrf.accumulate`); contents are whatever the last user left.
+    """
+    cache = getattr(_SCRATCH, "arrays", None)
+    if cache is None:
+        cache = _SCRATCH.arrays = {}
+    size = math.prod(shape)
+    key = (name, np.dtype(dtype).str)
+    flat = cache.get(key)
+    if flat is None or flat.size < size:
+        flat = cache[key] = np.zeros(size, dtype=dtype)
+    return flat[:size].reshape(shape, order=order)
+
+
+def _block_sums(
+    X: np.ndarray,
+    T: np.ndarray,
+    kernel: FeatureKernel,
+    spec: _Spec,
+    tile_rows: int,
+    row_offset: int = 0,
+    check: bool = True,
+) -> _Sums:
     """The sums a pass needs from one block of rows: a pure function on NumPy arrays.
 
     Features are computed tile by tile into one reused buffer in the kernel
-    dtype; scores are combined in float64; products with the features run in
-    the kernel dtype (BLAS) and are summed across tiles in float64. Each
-    Hessian is a symmetric rank-k update (``syrk``) of the tile scaled by
-    ``sqrt(w)`` with a column ``sqrt(w)`` appended for the intercept.
+    dtype; tiles are small enough that a tile and its copies stay in cache
+    between the steps below. Per tile, ONE matrix product gives the scores of
+    every column (points, line-search directions, Hessian-vector directions)
+    and ONE product with ``Z^T`` gives every gradient and Hessian-vector
+    product; both run in the kernel dtype (float64 for ``spec.precise``) and
+    are summed across tiles in float64. Each Hessian is a symmetric rank-k
+    update (``syrk``) of the tile scaled by ``sqrt(w)``, with a column
+    ``sqrt(w)`` appended for the intercept, summed in the kernel dtype over
+    :data:`_FLUSH_ROWS` rows and then added to the float64 total.
+    ``check=False`` skips the finiteness check of X (input checked before).
     """
-    X = _check_block(X, kernel, row_offset)
+    if check:
+        X = _check_block(X, kernel, row_offset)
     n = X.shape[0]
     T = _check_labels(T, n, row_offset)
     m = kernel.n_components
@@ -305,74 +362,110 @@ def _block_sums(X: np.ndarray, T: np.ndarray, kernel: FeatureKernel, spec: _Spec
         return sums
     labels = T[:, spec.cols]
     tile_rows = max(1, min(tile_rows, n))
-    # copies of a tile (sqrt(w)-scaled rows for a Hessian, float64 rows for precise
-    # scores) are made by sub-tiles: a fresh buffer costs its first touch, which on
-    # this class of machine is slower than the arithmetic
-    sub_rows = min(_SUB_ROWS, tile_rows)
-    buf = np.empty((tile_rows, m), dtype=dtype)
-    if spec.hess.size:
-        syrk = _SYRK[dtype]
-        scaled = np.empty((sub_rows, m + 1), dtype=dtype)
-        tile_h = np.zeros((m + 1, m + 1), dtype=dtype, order="F")
-    weights_needed = np.concatenate([spec.hess, spec.hv]).astype(np.intp)
+    # float32 scores (and float32 coefficients) make the loss steppy at ~1e-10 relative,
+    # which stalls scipy's L-BFGS line search: "precise" passes score in float64
     precise = spec.precise and dtype != np.float64
-    coef = spec.coef if precise or dtype == np.float64 else spec.coef.astype(dtype)
-    if precise:
-        buf64 = np.empty((sub_rows, m), dtype=np.float64)
+    sdtype = np.dtype(np.float64) if precise else dtype
+    ka, nl, nv = spec.coef.shape[1], spec.line.size, spec.hv.size
+    ng, nh = spec.grad.size, spec.hess.size
+    # float32 coefficients would bias the loss and gradient (by the gradient times their
+    # rounding): the points' coefficients enter as a float32 pair hi + lo
+    kc = 2 * ka if sdtype != np.float64 else ka
+    cols = np.empty((m, kc + nl + nv), dtype=sdtype)
+    cols[:, :ka] = spec.coef
+    if kc > ka:
+        cols[:, ka:kc] = spec.coef - cols[:, :ka]
+    cols[:, kc : kc + nl], cols[:, kc + nl :] = spec.dcoef, spec.vcoef
+    offsets = np.concatenate([spec.intercept, np.zeros(kc - ka), spec.dintercept, spec.vintercept])
+    # every array of a tile comes from the thread's scratch: in Dask workers (which set
+    # MALLOC_TRIM_THRESHOLD_) fresh temporaries of this size cost page faults every time
+    nc, nr, ns = kc + nl + nv, ng + nv, spec.steps.size
+    buf = _scratch("tile", (tile_rows, m), dtype)
+    buf64 = _scratch("tile64", (tile_rows, m), np.float64) if precise else None
+    scores = _scratch("scores", (tile_rows, nc), np.float64)
+    scores_k = _scratch("scores-k", (tile_rows, nc), sdtype) if sdtype != np.float64 else scores
+    resid = _scratch("resid", (tile_rows, nr), np.float64)
+    resid_k = _scratch("resid-k", (tile_rows, nr), sdtype) if sdtype != np.float64 else resid
+    t_buf = _scratch("labels", (tile_rows, ka), np.float64)
+    margin_buf = _scratch("margin", (tile_rows, ka), np.float64)
+    p_buf = _scratch("p", (tile_rows, ka), np.float64)
+    w_buf = _scratch("w", (tile_rows, ka), np.float64)
+    loss_buf = _scratch("loss", (tile_rows, ng), np.float64)
+    loss_tmp = _scratch("loss-tmp", (tile_rows, ng), np.float64)
+    line_buf = _scratch("line", (tile_rows, ns, nl), np.float64)
+    line_tmp = _scratch("line-tmp", (tile_rows, ns, nl), np.float64)
+    if nh:
+        syrk = _SYRK[dtype]
+        scaled = _scratch("scaled", (tile_rows, m + 1), dtype)
+        sw_buf = _scratch("sqrt-w", (tile_rows,), dtype)
+        # one Fortran-ordered (M+1)^2 block per Hessian: syrk updates its upper triangle in
+        # place (allocated per block, not kept: K of them can be large, and a block's syrk
+        # costs far more than touching them)
+        acc = np.zeros((m + 1, m + 1, nh), dtype=dtype, order="F")
+        pending = 0
+    line_c = (1.0 - spec.steps)[None, :, None]  # margins at point - (1 - s) direction
     for lo in range(0, n, tile_rows):
         hi = min(lo + tile_rows, n)
-        Z = kernel.raw(X[lo:hi], out=buf[: hi - lo])
+        rows = hi - lo
+        Z = kernel.raw(X[lo:hi], out=buf[:rows])
         if precise:
-            # float32 scores (and float32 coefficients) make the loss steppy at ~1e-10
-            # relative, which stalls scipy's L-BFGS line search: float64 scores
-            f = np.empty((hi - lo, coef.shape[1]))
-            for a in range(0, hi - lo, sub_rows):
-                b = min(a + sub_rows, hi - lo)
-                np.copyto(buf64[: b - a], Z[a:b])
-                np.matmul(buf64[: b - a], coef, out=f[a:b])
+            Zs = buf64[:rows]
+            np.copyto(Zs, Z)
         else:
-            f = np.matmul(Z, coef).astype(np.float64)
-        f += spec.intercept
-        t = labels[lo:hi].astype(np.float64)
-        margin = -t * f  # the loss is softplus(margin)
-        if spec.grad.size or weights_needed.size:
-            p = expit(margin)  # sigma(-t f)
-        if spec.grad.size:
-            g = spec.grad
-            sums.loss += _softplus(margin[:, g]).sum(axis=0)
-            r = -t[:, g] * p[:, g]  # d loss / d f
-            sums.grad[:m] += Z.T @ r.astype(dtype)
-            sums.grad[m] += r.sum(axis=0)
-        if weights_needed.size:
-            # sigma(f)(1 - sigma(f)) is the same for both labels
-            w = np.zeros_like(p)
-            w[:, weights_needed] = p[:, weights_needed] * (1.0 - p[:, weights_needed])
-        if spec.line.size:
-            fd = np.matmul(Z, spec.dcoef).astype(np.float64)
-            fd += spec.dintercept
-            fl, tl = f[:, spec.line], t[:, spec.line]
-            for i, s in enumerate(spec.steps):
-                # scores at point - (1 - s) * direction: a line search costs no features
-                ms = fl - (1.0 - s) * fd
-                ms *= -tl
-                sums.line[i] += _softplus(ms).sum(axis=0)
-        if spec.hv.size:
-            u = np.matmul(Z, spec.vcoef).astype(np.float64)
-            u += spec.vintercept
-            u *= w[:, spec.hv]
-            sums.hv[:m] += Z.T @ u.astype(dtype)
-            sums.hv[m] += u.sum(axis=0)
+            Zs = Z
+        S = scores[:rows]
+        np.matmul(Zs, cols, out=scores_k[:rows])
+        if scores_k is not scores:
+            np.copyto(S, scores_k[:rows])
+        S += offsets
+        f = S[:, :ka]
+        if kc > ka:
+            f += S[:, ka:kc]
+        t = t_buf[:rows]
+        np.copyto(t, labels[lo:hi])
+        margin = np.multiply(t, f, out=margin_buf[:rows])
+        np.negative(margin, out=margin)  # the loss is softplus(margin)
+        p = expit(margin, out=p_buf[:rows])  # sigma(-t f)
+        w = np.subtract(1.0, p, out=w_buf[:rows])
+        w *= p  # sigma(f)(1 - sigma(f)), the same for both labels
+        if nr:
+            R = resid[:rows]
+            np.multiply(t[:, spec.grad], p[:, spec.grad], out=R[:, :ng])
+            np.negative(R[:, :ng], out=R[:, :ng])  # d loss / d f
+            np.multiply(S[:, kc + nl :], w[:, spec.hv], out=R[:, ng:])
+            if resid_k is not resid:
+                np.copyto(resid_k[:rows], R)
+            ZR = Zs.T @ resid_k[:rows]
+            sums.grad[:m] += ZR[:, :ng]
+            sums.hv[:m] += ZR[:, ng:]
+            colsum = R.sum(axis=0)
+            sums.grad[m] += colsum[:ng]
+            sums.hv[m] += colsum[ng:]
+        if ng:
+            lv = loss_buf[:rows]
+            np.copyto(lv, margin[:, spec.grad])
+            sums.loss += _softplus(lv, loss_tmp[:rows]).sum(axis=0)
+        if nl:
+            # the losses along the segment: a line search costs no features
+            ms = line_buf[:rows]
+            np.multiply(line_c, S[:, None, kc : kc + nl], out=ms)
+            np.subtract(f[:, None, spec.line], ms, out=ms)
+            np.multiply(ms, t[:, None, spec.line], out=ms)
+            np.negative(ms, out=ms)
+            sums.line += _softplus(ms, line_tmp[:rows]).sum(axis=0)
         for jj, j in enumerate(spec.hess):
-            sw = np.sqrt(w[:, j]).astype(dtype)
-            for a in range(0, hi - lo, sub_rows):
-                b = min(a + sub_rows, hi - lo)
-                A = scaled[: b - a]
-                np.multiply(Z[a:b], sw[a:b, None], out=A[:, :m])
-                A[:, m] = sw[a:b]
-                # upper triangle of A^T A, summed over the sub-tiles of a tile in the
-                # kernel dtype (as the Gram of dxrf.accumulate) and over tiles in float64
-                tile_h = syrk(1.0, A.T, beta=0.0 if a == 0 else 1.0, c=tile_h, trans=0, lower=0, overwrite_c=1)
-            sums.hess[jj] += tile_h
+            sw = np.sqrt(w[:, j], out=sw_buf[:rows])
+            A = scaled[:rows]
+            np.multiply(Z, sw[:, None], out=A[:, :m])
+            A[:, m] = sw
+            # upper triangle of A^T A, in place
+            syrk(1.0, A.T, beta=0.0 if pending == 0 else 1.0, c=acc[:, :, jj], trans=0, lower=0, overwrite_c=1)
+        if nh:
+            pending += rows
+            if pending >= _FLUSH_ROWS or hi == n:
+                for jj in range(nh):
+                    sums.hess[jj] += acc[:, :, jj]
+                pending = 0
     return sums
 
 
@@ -414,7 +507,7 @@ def _make_spec(
         line=line,
         dcoef=dcoef,
         dintercept=dintercept,
-        steps=_LINE_STEPS.copy() if line.size else np.zeros(0),
+        steps=np.append(_LINE_STEPS, 0.0) if line.size else np.zeros(0),
         hv=hv,
         vcoef=vcoef,
         vintercept=vintercept,
@@ -604,6 +697,9 @@ class _PassRunner:
         self.tile_rows = _tile_rows(kernel)
         self.X, self.T = X, T
         self._held = None
+        self._pool: ThreadPoolExecutor | None = None
+        if not is_dask(X):
+            _check_block(X, kernel, 0)
         if is_dask(X):
             chunks = X.chunks[0]
             k = T.shape[1]
@@ -611,21 +707,51 @@ class _PassRunner:
                 T = T.rechunk((chunks, (k,)))
             else:
                 T = da.from_array(T, chunks=(chunks, (k,)), name=False)
-                client = active_client()
-                if client is not None:
-                    # labels are small (int8): ship them to the workers once, not with every pass
-                    T = client.persist(T)
-                    self._held = T
+            client = active_client()
+            if client is not None:
+                # labels are small: compute them (or ship NumPy ones) once, not in every pass
+                T = client.persist(T)
+                self._held = T
             self.x_blocks = list(X.to_delayed().ravel())
             self.t_blocks = list(T.to_delayed().ravel())
             self.starts = [int(s) for s in np.concatenate([[0], np.cumsum(chunks)[:-1]])]
             token = dask.base.tokenize(kernel)
             self.kernel_d = dask.delayed(kernel, pure=True, name=f"dxrf-kernel-{token}")
 
+    def _in_process(self, spec: _Spec) -> _Sums:
+        """NumPy input: blocks of whole tiles on a thread pool, one BLAS thread each.
+
+        Dask runs one task per core in the same way; here the elementwise work
+        (cosines, losses, scaling) is spread over the cores too. X was checked
+        once for finiteness when the runner was made.
+        """
+        n = self.X.shape[0]
+        threads = max(1, min(os.cpu_count() or 1, -(-n // self.tile_rows)))
+        block = self.tile_rows * -(-n // (self.tile_rows * threads))  # whole tiles per thread
+
+        def run(start: int) -> _Sums:
+            stop = min(start + block, n)
+            with blas_limit(1 if threads > 1 else None):
+                return _block_sums(self.X[start:stop], self.T[start:stop], self.kernel, spec, self.tile_rows, start, check=False)
+
+        if threads == 1:
+            return run(0)
+        if self._pool is None:
+            # kept for the whole fit: its threads keep their scratch buffers between passes
+            self._pool = ThreadPoolExecutor(threads, thread_name_prefix="dxrf-logistic-pass")
+        return _merge(*self._pool.map(run, range(0, n, block)))
+
+    def close(self) -> None:
+        """Release the thread pool of NumPy passes and the labels held on the cluster."""
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+        self._held = None
+
     def __call__(self, spec: _Spec) -> _Final:
         self.count += 1
         if not is_dask(self.X):
-            sums = _block_sums(self.X, self.T, self.kernel, spec, self.tile_rows)
+            sums = self._in_process(spec)
         else:
             opts = get_options()
             spec_d = dask.delayed(spec, pure=False, traverse=False)
@@ -783,31 +909,67 @@ class _Objective:
                 H[np.diag_indices(d)] += jitter
         raise np.linalg.LinAlgError("the Newton system is not positive definite even with jitter")
 
-    def accept_full_step(self, w: np.ndarray, L0: float, slope: float, direction: np.ndarray, trial: _Reply) -> bool:
+    def quasi_newton_update(self, hess_sum: np.ndarray, s: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """``hess_sum`` after a BFGS update of the model Hessian ``hess_sum / N + alpha I_theta``.
+
+        ``s`` is the step taken and ``y`` the change of the gradient along it.
+        Powell's damping (``y`` blended with ``B s`` when ``s^T y < 0.2 s^T B s``)
+        keeps the model positive definite whatever the rounding of ``y``.
+        """
+        d = self.dim
+        s, y = s[:d], y[:d]
+        Bs = hess_sum[:d, :d] @ s / self.n
+        Bs[: self.m] += self.alpha * s[: self.m]
+        sBs, sy = float(s @ Bs), float(s @ y)
+        if not sBs > 0.0:
+            return hess_sum
+        if sy < 0.2 * sBs:
+            theta = 0.8 * sBs / (sBs - sy)
+            y = theta * y + (1.0 - theta) * Bs
+            sy = 0.2 * sBs
+        out = hess_sum.copy()
+        out[:d, :d] += self.n * (np.outer(y, y) / sy - np.outer(Bs, Bs) / sBs)
+        return out
+
+    def accept_full_step(self, w: np.ndarray, slope: float, direction: np.ndarray, trial: _Reply) -> bool:
         """Whether the full step ``w + direction``, evaluated by ``trial``, is taken.
 
-        It is when it passes the Armijo test, or when the objective still
-        decreases at its end (``g(w + direction)^T direction <= 0``): by
-        convexity it then lies before the minimum along the line, so its loss
-        is no larger than ``L0``. The derivative stays accurate where loss
-        differences are lost in rounding (float32 scores near the optimum).
+        It is when it passes the Armijo test against the loss at ``w``
+        recomputed in the trial's own pass (``trial.line[-1]``): both losses
+        then carry the same rounding of the scores, so their difference is
+        accurate far below the rounding of either (float32 scores). Failing
+        that, it is taken when the objective still decreases at its end
+        (``g(w + direction)^T direction <= 0``): by convexity it then lies
+        before the minimum along the line, so its loss is no larger.
         """
+        L0 = self.value(trial.line[-1], w)
         w1 = w + direction
         if self.value(trial.loss, w1) <= L0 + _ARMIJO * slope + self.ftol * max(abs(L0), 1.0):
             return True
         return float(self.gradient(trial.grad, w1) @ direction) <= 0.0
 
-    def grid_step(self, w: np.ndarray, L0: float, slope: float, direction: np.ndarray, line: np.ndarray, c: float) -> float | None:
-        """Among the steps ``c * _LINE_STEPS`` (losses ``line`` from one pass), the one with
-        the lowest objective among those passing Armijo; None if none does."""
+    def grid_step(self, w: np.ndarray, slope: float, direction: np.ndarray, line: np.ndarray, c: float) -> float | None:
+        """Among the steps ``c * _LINE_STEPS``, the one with the lowest objective among those
+        passing Armijo; None if none does.
+
+        ``line`` holds the losses of one pass at those steps and, last, at ``w``
+        (the reference of the Armijo test, with the same rounding).
+        """
         steps = c * _LINE_STEPS
         th, dth = w[: self.m], direction[: self.m]
         pen = 0.5 * self.alpha * (th @ th + 2 * steps * (th @ dth) + steps**2 * (dth @ dth))
-        Ls = line / self.n + pen
+        Ls = line[:-1] / self.n + pen
+        L0 = self.value(line[-1], w)
         ok = Ls <= L0 + _ARMIJO * steps * slope + self.ftol * max(abs(L0), 1.0)
         if not ok.any():
             return None
         return float(steps[ok][np.argmin(Ls[ok])])
+
+    def converges_next(self, decrement: float, L: float) -> bool:
+        """Whether a Newton step with this decrement should land where the next step is
+        below tolerance (near the optimum the decrement squares at each step): there
+        the ratio of successive decrements is rounding, not a sign of a poor model."""
+        return decrement <= math.sqrt(0.5 * self.ftol * max(abs(L), 1.0))
 
     def stalled(self, L_old: float, L_new: float) -> bool:
         return L_old - L_new <= self.ftol * max(abs(L_old), 1.0)
@@ -835,20 +997,21 @@ def _capped(step: np.ndarray, w: np.ndarray) -> np.ndarray:
     return unit * (radius / float(np.linalg.norm(unit)))
 
 
-def _line_search(obj: _Objective, w: np.ndarray, L0: float, slope: float, step: np.ndarray, trial: _Reply) -> Generator[_Request, _Reply, float | None]:
+def _line_search(obj: _Objective, w: np.ndarray, slope: float, step: np.ndarray, trial: _Reply) -> Generator[_Request, _Reply, float | None]:
     """The step length along ``step``, given the pass that evaluated ``w + step``.
 
     1 when :meth:`_Objective.accept_full_step` says so; else the best step of
     the grid 1/2 .. 2^-10 whose losses came with the trial pass; else (far
     from the optimum, e.g. a saturated warm start) loss-only passes continue
     the grid ten halvings at a time, at most :data:`_MAX_BACKTRACK_PASSES`.
-    None when no step decreases the loss.
+    None when no step decreases the loss. Every Armijo test compares losses
+    from one pass (the grid includes ``w`` itself).
     """
-    if obj.accept_full_step(w, L0, slope, step, trial):
+    if obj.accept_full_step(w, slope, step, trial):
         return 1.0
     c, line = 1.0, trial.line
     for extra in range(_MAX_BACKTRACK_PASSES + 1):
-        s = obj.grid_step(w, L0, slope, step, line, c)
+        s = obj.grid_step(w, slope, step, line, c)
         if s is not None or extra == _MAX_BACKTRACK_PASSES:
             return s
         c *= _LINE_STEPS[-1]
@@ -857,34 +1020,67 @@ def _line_search(obj: _Objective, w: np.ndarray, L0: float, slope: float, step: 
     return None
 
 
-
 def _newton(obj: _Objective, w: np.ndarray, tol: float, max_iter: int) -> _Solver:
-    """Newton/IRLS: one pass per iteration (two when the full step is rejected)."""
+    """Newton with Hessian passes only where they pay: one pass per iteration.
+
+    A Hessian pass costs ``N M^2`` flops (a syrk), a gradient pass
+    ``O(N M (d + K))``. The first pass brings the exact Hessian; in between
+    Hessian passes the model Hessian is updated by BFGS from the gradients
+    that every pass brings anyway. A trial pass brings an exact Hessian when
+
+    - the previous step made slow progress (the Newton decrement fell by less
+      than :data:`_REFRESH`): the model is off, exact steps converge faster;
+    - the next point should be the last (the decrement and the gradient,
+      extrapolated by their last ratio, meet the tolerance): the final step,
+      taken without a verifying pass, is then an exact Newton step.
+
+    When the tolerance is met while the model is more than one update away
+    from an exact Hessian, one more pass brings one: the final step of a
+    converged fit is a Newton step with an exact Hessian at most one step old.
+    """
     reply = yield _Request(w, hessian=True)
     L, g, H = obj.value(reply.loss, w), obj.gradient(reply.grad, w), reply.hessian
-    n_iter, stalled = 0, False
+    n_iter, stalled, age = 0, False, 0  # age: BFGS updates since the last exact Hessian
+    last_decrement = last_gmax = math.inf
     while True:
         step = obj.newton_step(H, g)
         decrement = -float(g @ step)  # lambda^2: L - min of the quadratic model = lambda^2 / 2
-        if np.max(np.abs(g)) <= tol or decrement / 2 <= obj.ftol * max(abs(L), 1.0):
+        gmax = float(np.max(np.abs(g)))
+        done = gmax <= tol or decrement / 2 <= obj.ftol * max(abs(L), 1.0)
+        if done and age <= 1:
             # the last step is below tolerance: take it without a verifying pass
             return _Outcome(w + step, L - decrement / 2, n_iter, True, "converged")
         if stalled:
             return _Outcome(w, L, n_iter, True, "converged: relative decrease of the loss below ftol")
         if n_iter >= max_iter:
             return _Outcome(w, L, n_iter, False, f"max_iter={max_iter} reached")
+        if done or age == 0:
+            # done with an old model: one more (exact) step; with an exact Hessian here,
+            # the Hessian of the next point is not needed (this one is one step old there)
+            fresh = done
+        else:
+            slow = decrement > _REFRESH * last_decrement and not obj.converges_next(decrement, L)
+            last = (
+                gmax * (gmax / last_gmax) <= tol
+                or decrement * (decrement / last_decrement) / 2 <= obj.ftol * max(abs(L), 1.0)
+            )
+            fresh = slow or last
         step = _capped(step, w)
-        reply = yield _Request(w + step, hessian=True, direction=step)
-        s = yield from _line_search(obj, w, L, float(g @ step), step, reply)
+        trial = yield _Request(w + step, hessian=fresh, direction=step)
+        s = yield from _line_search(obj, w, float(g @ step), step, trial)
         if s is None:
             return _Outcome(w, L, n_iter, False, "line search found no decrease")
         w_new = w + s * step
-        if s != 1.0:
-            reply = yield _Request(w_new, hessian=True)
-        L_new = obj.value(reply.loss, w_new)
-        # a stall of a full step is rounding (float32 scores); after backtracking it is not
-        stalled = s == 1.0 and obj.stalled(L, L_new)
-        w, L, g, H = w_new, L_new, obj.gradient(reply.grad, w_new), reply.hessian
+        reply = trial if s == 1.0 else (yield _Request(w_new, hessian=True))
+        L_new, g_new = obj.value(reply.loss, w_new), obj.gradient(reply.grad, w_new)
+        # a stall of a full step is rounding (float32 scores); after backtracking it is not.
+        # The loss at w from the trial's own pass has the same rounding as L_new.
+        stalled = s == 1.0 and obj.stalled(obj.value(trial.line[-1], w), L_new)
+        if reply.hessian is not None:
+            H, age = reply.hessian, 0
+        else:
+            H, age = obj.quasi_newton_update(H, w_new - w, g_new - g), age + 1
+        w, L, g, last_decrement, last_gmax = w_new, L_new, g_new, decrement, gmax
         n_iter += 1
 
 
@@ -924,16 +1120,15 @@ def _newton_cg(obj: _Objective, w: np.ndarray, tol: float, max_iter: int) -> _So
             step = -g
         step = _capped(step, w)
         slope = float(g @ step)
-        reply = yield _Request(w + step, direction=step)
-        s = yield from _line_search(obj, w, L, slope, step, reply)
+        trial = yield _Request(w + step, direction=step)
+        s = yield from _line_search(obj, w, slope, step, trial)
         if s is None:
             return _Outcome(w, L, n_iter, False, "line search found no decrease")
         w_new = w + s * step
-        if s != 1.0:
-            reply = yield _Request(w_new)
+        reply = trial if s == 1.0 else (yield _Request(w_new))
         L_new = obj.value(reply.loss, w_new)
         # a stall of a full step is rounding (float32 scores); after backtracking it is not
-        stalled = s == 1.0 and obj.stalled(L, L_new)
+        stalled = s == 1.0 and obj.stalled(obj.value(trial.line[-1], w), L_new)
         w, L, g = w_new, L_new, obj.gradient(reply.grad, w_new)
         n_iter += 1
 
@@ -1178,7 +1373,10 @@ def fit_logistic(
     show = get_options().progress if progress is None else progress
     runner = _PassRunner(X, T, kernel, bool(show), precise=precise)
     make = _SOLVER_FUNCTIONS[chosen]
-    outcomes = _drive({j: make(obj, W0[:, j].copy(), float(tol), int(max_iter)) for j in range(k)}, runner)
+    try:
+        outcomes = _drive({j: make(obj, W0[:, j].copy(), float(tol), int(max_iter)) for j in range(k)}, runner)
+    finally:
+        runner.close()
     W = np.column_stack([outcomes[j].point for j in range(k)])
     converged = all(outcomes[j].converged for j in range(k))
     if not converged:

@@ -1,0 +1,368 @@
+"""Benchmark: logistic regression on random Fourier features, dxrf against dask-ml and scikit-learn.
+
+Every contender solves the SAME problem on the SAME features, labels ``t = ±1``::
+
+    L(theta, beta) = (1/N) sum_n log(1 + exp(-t_n (z(x_n)^T theta + beta))) + (alpha/2) |theta|^2
+
+with the intercept ``beta`` unpenalised. The features are dxrf's float32 random Fourier
+features ``z = scale * cos(x W + b)``; dxrf computes them inside every pass from X, the
+others get them precomputed (not timed) as float64 copies of exactly those values.
+
+- dxrf ``RandomFeatureClassifier(loss="logistic", alpha=alpha)`` (blockwise Newton), fitted
+  from X (i) as a NumPy array in this process and (ii) as a dask array persisted on a
+  2-worker x 1-thread ``LocalCluster`` of processes.
+- dask-ml ``LogisticRegression(solver="lbfgs")`` on the persisted dask array of the
+  explicit features with a constant column appended. dask-glm's defaults would solve
+  another problem: it standardises the columns (``normalize=True``) and its L2 penalty
+  covers the intercept. So: ``solver_kwargs={"normalize": False}``, ``fit_intercept=False``
+  with the constant column as the intercept, and a penalty that leaves that column's
+  coefficient free; it minimises ``sum(loss) + |theta|^2 / (2C)`` = ``N L`` with
+  ``C = 1 / (N alpha)``, and its ``tol`` (L-BFGS ``pgtol``) bounds the gradient of that sum,
+  so it gets ``N * tol``.
+- scikit-learn ``LogisticRegression(solver="lbfgs", C=1 / (N alpha))`` on the in-memory
+  float64 feature matrix: it minimises exactly ``L`` (mean loss, unpenalised intercept),
+  ``tol`` bounds the gradient of ``L``.
+
+Each fit's objective is then evaluated in float64 on the same explicit features, and the
+relative gaps to the lowest one are reported (they must be below ``--rtol``). Times are
+medians of ``--repeats`` rounds; the contenders alternate within a round, so drift on a
+shared machine hits them alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+DESCRIPTION = "logistic regression on RFF: dxrf Newton vs dask-ml and scikit-learn L-BFGS (same features and objective)"
+
+#: Targets of issue #6 (c): dxrf on the cluster at least this many times faster than dask-ml ...
+TARGET_SPEEDUP_VS_DASK_ML = 5.0
+#: ... and in memory at most this many times slower than scikit-learn.
+TARGET_RATIO_VS_SKLEARN = 1.5
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--n-rows", type=float, default=2e5, help="rows N (default 2e5)")
+    parser.add_argument("--n-features", type=int, default=90, help="input columns d (default 90)")
+    parser.add_argument("--m", type=int, default=500, help="random Fourier features M (default 500)")
+    parser.add_argument("--alpha", type=float, default=1e-4, help="L2 penalty on the mean loss (default 1e-4)")
+    parser.add_argument(
+        "--tol", type=float, default=1e-8, help="gradient tolerance on L for every solver (default 1e-8; dask-ml gets N*tol)"
+    )
+    parser.add_argument("--max-iter", type=int, default=1000, help="iteration cap of the L-BFGS solvers (default 1000)")
+    parser.add_argument("--rtol", type=float, default=1e-6, help="required relative agreement of the objectives")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=2, help="worker processes of the local cluster (1 thread each)")
+    parser.add_argument("--chunk-rows", type=int, default=50_000)
+    parser.add_argument(
+        "--dask-ml-intercept",
+        choices=["column", "native"],
+        default="column",
+        help="dask-ml's intercept: a persisted constant column (default, its fastest setting) or "
+        "fit_intercept=True (dask-ml appends the column in every function evaluation)",
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", default="results", help="results folder")
+
+
+# -- data, features, objective ------------------------------------------------------------
+
+
+def make_data(n: int, d: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Gaussian inputs and binary labels from a nonlinear function of three directions plus noise.
+
+    Returns
+    -------
+    X : ndarray of shape (n, d), float32
+    y : ndarray of shape (n,), int64 in {0, 1}
+    """
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d), dtype=np.float32)
+    U = np.linalg.qr(rng.standard_normal((d, 3)))[0]
+    P = X @ U
+    s = np.sin(1.5 * P[:, 0]) + 0.5 * P[:, 1] ** 2 - 0.5 + 0.5 * P[:, 2] + 0.3 * rng.standard_normal(n)
+    return X, (s > 0).astype(np.int64)
+
+
+def explicit_features(X: np.ndarray, kernel: Any, constant: bool = False) -> np.ndarray:
+    """float64 copies of dxrf's features ``z = scale * raw(X)``, as a pass computes them.
+
+    A pass keeps the raw features in the kernel dtype (float32) and applies the float64
+    per-column scale to the coefficients, so the exact features are ``float64(raw) * scale``.
+    With ``constant`` a column of ones is appended (an intercept for dask-ml).
+    """
+    m = kernel.n_components
+    Z = np.empty((X.shape[0], m + int(constant)))
+    Z[:, :m] = kernel.raw(X)
+    Z[:, :m] *= kernel.scale
+    if constant:
+        Z[:, m] = 1.0
+    return Z
+
+
+def objective(Z: np.ndarray, t: np.ndarray, coef: np.ndarray, intercept: float, alpha: float) -> float:
+    """``mean(log(1 + exp(-t (Z coef + intercept)))) + alpha/2 |coef|^2`` in float64."""
+    coef = np.asarray(coef, dtype=np.float64).ravel()
+    f = Z @ coef + float(intercept)
+    return float(np.logaddexp(0.0, -t * f).mean() + 0.5 * alpha * coef @ coef)
+
+
+def _penalty_except_last() -> Any:
+    """A dask-glm L2 penalty ``|beta[:-1]|^2 / 2`` that leaves the last coefficient free.
+
+    The last column is the constant one, so its coefficient is an unpenalised intercept.
+    ``evaluations`` counts the calls of ``f``: one per L-BFGS function evaluation.
+    """
+    from dask_glm.regularizers import Regularizer
+
+    class L2ExceptLast(Regularizer):
+        name = "dxrf-bench-l2-except-last"
+
+        def __init__(self) -> None:
+            self.evaluations = 0
+
+        @staticmethod
+        def _free_last(beta: Any) -> Any:
+            mask = np.ones(beta.shape[0])
+            mask[-1] = 0.0
+            return beta * mask
+
+        def f(self, beta: Any) -> Any:
+            self.evaluations += 1
+            return (self._free_last(beta) ** 2).sum() / 2
+
+        def gradient(self, beta: Any) -> Any:
+            return self._free_last(beta)
+
+        def hessian(self, beta: Any) -> np.ndarray:
+            return np.diag(self._free_last(np.ones(beta.shape[0])))
+
+    return L2ExceptLast()
+
+
+# -- the contenders --------------------------------------------------------------------------
+
+
+def _fit_dxrf(X: Any, y: Any, fmap_params: dict, alpha: float, tol: float) -> tuple[np.ndarray, float, dict]:
+    import dxrf
+
+    clf = dxrf.RandomFeatureClassifier(dxrf.RandomFourierFeatures(**fmap_params), loss="logistic", alpha=alpha, tol=tol)
+    clf.fit(X, y)
+    info = {
+        "solver": clf.solver_,
+        "passes": int(clf.n_passes_),
+        "iterations": int(clf.n_iter_),
+        "converged": bool(clf.converged_),
+        "kernel": clf.kernel_,
+    }
+    return clf.coef_[0], float(clf.intercept_[0]), info
+
+
+def _fit_sklearn(Z: np.ndarray, y: np.ndarray, alpha: float, tol: float, max_iter: int) -> tuple[np.ndarray, float, dict]:
+    from sklearn.linear_model import LogisticRegression
+
+    n = Z.shape[0]
+    model = LogisticRegression(C=1.0 / (n * alpha), solver="lbfgs", tol=tol, max_iter=max_iter)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.fit(Z, y)
+    iterations = int(model.n_iter_[0])
+    info = {"iterations": iterations, "converged": iterations < max_iter and not _convergence_warned(caught)}
+    return model.coef_[0], float(model.intercept_[0]), info
+
+
+def _fit_dask_ml(
+    Z: Any, y: Any, n: int, alpha: float, tol: float, max_iter: int, native_intercept: bool
+) -> tuple[np.ndarray, float, dict]:
+    """dask-ml on features ``Z``: with a constant last column, or (``native_intercept``)
+    without one, letting dask-ml append it (it does so inside every function evaluation)."""
+    from dask_ml.linear_model import LogisticRegression
+
+    penalty = _penalty_except_last()  # the intercept's coefficient is last either way
+    model = LogisticRegression(
+        penalty=penalty,
+        C=1.0 / (n * alpha),
+        fit_intercept=native_intercept,
+        solver="lbfgs",
+        tol=n * tol,  # pgtol on the gradient of sum(loss) + penalty = N L
+        max_iter=max_iter,
+        solver_kwargs={"normalize": False},
+    )
+    with warnings.catch_warnings():
+        # dask-glm sets a dask option under its deprecated name
+        warnings.filterwarnings("ignore", message=".*fuse_ave_width.*", category=FutureWarning)
+        warnings.filterwarnings("ignore", message=".*iprint.*", category=DeprecationWarning)  # passed to scipy
+        model.fit(Z, y)
+    info = {"evaluations": penalty.evaluations}
+    if native_intercept:
+        return np.asarray(model.coef_, dtype=np.float64).ravel(), float(model.intercept_), info
+    beta = np.asarray(model.coef_, dtype=np.float64).ravel()
+    return beta[:-1], float(beta[-1]), info
+
+
+def _convergence_warned(caught: list) -> bool:
+    from sklearn.exceptions import ConvergenceWarning
+
+    return any(issubclass(w.category, ConvergenceWarning) for w in caught)
+
+
+def _rounds(fns: dict[str, Callable[[], Any]], repeats: int) -> dict[str, tuple[float, list[float], Any]]:
+    """Run every function once per round, ``repeats`` rounds; (median s, times, last result) each."""
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    last: dict[str, Any] = {}
+    for r in range(repeats):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            last[name] = fn()
+            times[name].append(time.perf_counter() - t0)
+            print(f"  round {r}: {name:22s} {times[name][-1]:8.2f} s", flush=True)
+    return {name: (statistics.median(ts), ts, last[name]) for name, ts in times.items()}
+
+
+# -- the benchmark -------------------------------------------------------------------------------
+
+
+def run(args: argparse.Namespace) -> dict:
+    import dask.array as da
+    from distributed import Client, LocalCluster, wait
+
+    import dxrf
+    from dxrf.cluster import scheduler_address
+
+    from ._common import median_time, table, write_results
+
+    n, d, m, alpha, tol = int(args.n_rows), args.n_features, args.m, float(args.alpha), float(args.tol)
+    X, y = make_data(n, d, args.seed)
+    t = np.where(y == 1, 1.0, -1.0)
+    fmap_params = {"n_components": m, "bandwidth": float(np.sqrt(d)), "dtype": "float32", "random_state": args.seed}
+    kernel = dxrf.RandomFourierFeatures(**fmap_params).fit(X[:1]).kernel_
+    features_s, _, Z = median_time(lambda: explicit_features(X, kernel), 1)
+
+    address = scheduler_address(getattr(args, "scheduler", None))
+    if address:
+        cluster, client = None, Client(address)
+    else:
+        cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=None)
+        client = Client(cluster)
+    try:
+        chunks = args.chunk_rows
+        with warnings.catch_warnings():
+            # X travels to the workers once, inside the graph of this persist
+            warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
+            Xd = client.persist(da.from_array(X, chunks=(chunks, d), name=False))
+        yd = client.persist(da.from_array(y, chunks=(chunks,), name=False))
+        # dask-ml's input: the same features (and a constant column), made and kept on the workers
+        native = args.dask_ml_intercept == "native"
+        width = m if native else m + 1
+        Zd = Xd.map_blocks(explicit_features, kernel, not native, dtype=np.float64, chunks=(Xd.chunks[0], (width,)))
+        Zd = client.persist(Zd)
+        y01d = client.persist(yd.astype(np.float64))
+        wait([Xd, yd, Zd, y01d])
+
+        fits: dict[str, Callable[[], Any]] = {
+            "dxrf, NumPy": lambda: _fit_dxrf(X, y, fmap_params, alpha, tol),
+            "scikit-learn": lambda: _fit_sklearn(Z, y, alpha, tol, args.max_iter),
+            "dxrf, dask": lambda: _fit_dxrf(Xd, yd, fmap_params, alpha, tol),
+            "dask-ml": lambda: _fit_dask_ml(Zd, y01d, n, alpha, tol, args.max_iter, native),
+        }
+        # warm up imports, thread pools and the workers on a slice (not timed)
+        small = min(n, chunks)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            _fit_dxrf(X[:small], y[:small], fmap_params, alpha, 1e-3)
+            _fit_dxrf(Xd[:small], yd[:small], fmap_params, alpha, 1e-3)
+            _fit_sklearn(Z[:small], y[:small], alpha, 1e-3, 5)
+            _fit_dask_ml(Zd[:small], y01d[:small], small, alpha, 1e-3, 2, native)
+        timed = _rounds(fits, args.repeats)
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+    runs: dict[str, dict] = {}
+    for name, (median_s, times, (coef, intercept, info)) in timed.items():
+        kern = info.pop("kernel", None)
+        if kern is not None:  # dxrf refitted its feature map: it must be the benchmark's
+            same = all(np.array_equal(getattr(kern, a), getattr(kernel, a)) for a in ("W", "b", "scale"))
+            if not same:
+                raise RuntimeError(f"{name} drew other random features than the benchmark")
+        runs[name] = {"median_s": median_s, "times_s": times, "objective": objective(Z, t, coef, intercept, alpha), **info}
+    best = min(r["objective"] for r in runs.values())
+    for r in runs.values():
+        r["rel_gap"] = (r["objective"] - best) / abs(best)
+    max_gap = max(r["rel_gap"] for r in runs.values())
+
+    t_np, t_sk = runs["dxrf, NumPy"]["median_s"], runs["scikit-learn"]["median_s"]
+    t_dd, t_dm = runs["dxrf, dask"]["median_s"], runs["dask-ml"]["median_s"]
+    ratios = {
+        "dxrf_dask_over_dask_ml": t_dd / t_dm,
+        "dxrf_numpy_over_sklearn": t_np / t_sk,
+        "speedup_vs_dask_ml": t_dm / t_dd,
+    }
+    targets = {
+        "speedup_vs_dask_ml": TARGET_SPEEDUP_VS_DASK_ML,
+        "ratio_vs_sklearn": TARGET_RATIO_VS_SKLEARN,
+        "met_vs_dask_ml": ratios["speedup_vs_dask_ml"] >= TARGET_SPEEDUP_VS_DASK_ML,
+        "met_vs_sklearn": ratios["dxrf_numpy_over_sklearn"] <= TARGET_RATIO_VS_SKLEARN,
+    }
+    settings = {
+        "objective": "mean log-loss + alpha/2 |theta|^2, intercept unpenalised",
+        "dxrf": f"RandomFeatureClassifier(loss='logistic', alpha={alpha:g}, tol={tol:g}); features float32, computed in every pass",
+        "scikit-learn": f"LogisticRegression(solver='lbfgs', C=1/(N alpha)={1 / (n * alpha):.6g}, tol={tol:g}, "
+        f"max_iter={args.max_iter}) on float64 features",
+        "dask-ml": f"LogisticRegression(solver='lbfgs', C={1 / (n * alpha):.6g}, "
+        + ("fit_intercept=True" if args.dask_ml_intercept == "native" else "fit_intercept=False + constant column")
+        + f", penalty=L2 except the intercept, normalize=False, tol=N*tol={n * tol:g}, max_iter={args.max_iter}) "
+        "on persisted float64 features; L-BFGS factr stays at scipy's 1e7 (dask-glm does not pass it on)",
+    }
+    results = {
+        "n_rows": n,
+        "n_features": d,
+        "m": m,
+        "alpha": alpha,
+        "tol": tol,
+        "rtol": args.rtol,
+        "workers": args.workers,
+        "chunk_rows": args.chunk_rows,
+        "dask_ml_intercept": args.dask_ml_intercept,
+        "repeats": args.repeats,
+        "explicit_features_s": features_s,
+        "settings": settings,
+        "runs": runs,
+        "max_rel_gap": max_gap,
+        "objectives_agree": max_gap <= args.rtol,
+        "ratios": ratios,
+        "targets": targets,
+    }
+
+    def work(r: dict) -> str:
+        if "passes" in r:
+            return f"{r['passes']} passes ({r['iterations']} Newton iterations)"
+        if "evaluations" in r:
+            return f"{r['evaluations']} function evaluations"
+        return f"{r['iterations']} L-BFGS iterations"
+
+    rows = [[name, r["median_s"], ", ".join(f"{s:.2f}" for s in r["times_s"]), work(r), f"{r['objective']:.12f}", r["rel_gap"]]
+            for name, r in runs.items()]
+    md = table(["fit", "median s", "repeats (s)", "work", "objective", "rel. gap"], rows)
+    md += (
+        f"\n\nN = {n}, d = {d}, M = {m}, alpha = {alpha:g}, tol = {tol:g}; explicit float64 features for the peers "
+        f"took {features_s:.3g} s (not timed in their fits).\n"
+        f"dxrf (dask) / dask-ml = {ratios['dxrf_dask_over_dask_ml']:.3f} (speed-up {ratios['speedup_vs_dask_ml']:.1f}x, "
+        f"target >= {TARGET_SPEEDUP_VS_DASK_ML:g}x: {'met' if targets['met_vs_dask_ml'] else 'MISSED'}); "
+        f"dxrf (NumPy) / scikit-learn = {ratios['dxrf_numpy_over_sklearn']:.3f} "
+        f"(target <= {TARGET_RATIO_VS_SKLEARN:g}: {'met' if targets['met_vs_sklearn'] else 'MISSED'}).\n"
+        f"Objectives agree to {max_gap:.2e} relative (required <= {args.rtol:g}: "
+        f"{'yes' if results['objectives_agree'] else 'NO'}).\n"
+        + "\n".join(f"- {k}: {v}" for k, v in settings.items())
+    )
+    print(md)
+    write_results(args.out, "bench-logistic", results, md)
+    return results
