@@ -7,8 +7,8 @@ import numpy as np
 from scipy.special import expit
 from sklearn.base import ClassifierMixin
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.multiclass import check_classification_targets
 
+from .._labels import class_labels, encode_classes
 from .._validation import is_dask
 from ._base import RandomFeatureModel, is_selector, linear_predict
 from .ridge import _RidgeSolveMixin, check_alphas
@@ -16,19 +16,6 @@ from .ridge import _RidgeSolveMixin, check_alphas
 __all__ = ["RandomFeatureClassifier", "LOSSES", "encode_classes"]
 
 LOSSES = ("squared", "logistic")
-
-
-def encode_classes(y: np.ndarray | da.Array, classes: np.ndarray) -> np.ndarray | da.Array:
-    """+-1 targets: one column (+1 for ``classes[1]``) for two classes, one-hot +-1 columns for more."""
-    where = da.where if is_dask(y) else np.where
-    if classes.size == 2:
-        return where(y == classes[1], 1.0, -1.0)[:, None]
-    return where(y[:, None] == classes[None, :], 1.0, -1.0)
-
-
-def _unique_labels(y: np.ndarray | da.Array) -> np.ndarray:
-    # reads y once (not X) for dask input
-    return np.unique(np.asarray(da.unique(y).compute())) if is_dask(y) else np.unique(y)
 
 
 class RandomFeatureClassifier(_RidgeSolveMixin, ClassifierMixin, RandomFeatureModel):
@@ -140,13 +127,9 @@ class RandomFeatureClassifier(_RidgeSolveMixin, ClassifierMixin, RandomFeatureMo
         if self.loss == "logistic" and self.alpha <= 0:
             raise ValueError(f"alpha must be positive for loss='logistic', got {self.alpha!r}")
         X, y = self._validate_Xy(X, y, y_numeric=False, multi_output=False)
-        if not is_dask(y):
-            check_classification_targets(y)
         if y.ndim == 2:
             y = y[:, 0]
-        self.classes_ = _unique_labels(y)
-        if self.classes_.size < 2:
-            raise ValueError(f"y has {self.classes_.size} class; classification needs at least 2")
+        self.classes_ = class_labels(y, type(self).__name__)
         T = encode_classes(y, self.classes_)
         if self.loss == "squared":
             validation = self.validation if self.validation is not None else (0.2 if grid is not None else None)

@@ -96,7 +96,6 @@ import dask.array as da
 import numpy as np
 import scipy.linalg
 import scipy.optimize
-from scipy.linalg import blas
 from scipy.special import expit
 from sklearn.exceptions import ConvergenceWarning
 
@@ -136,7 +135,6 @@ _TILE_ROWS = 2048  # rows per tile by default: a tile and its copies stay in cac
 _FLUSH_ROWS = 16384  # rows summed into a Hessian in the kernel dtype before the float64 total
 _REFRESH = 0.25  # Newton: a fresh Hessian when a step shrank the decrement by less than this
 _MAX_BACKTRACK_PASSES = 3  # loss-only passes after the grid of the trial pass: steps down to 2^-40
-_SYRK = {np.dtype(np.float32): blas.ssyrk, np.dtype(np.float64): blas.dsyrk}
 
 
 # -- results ----------------------------------------------------------------------
@@ -395,12 +393,12 @@ def _block_sums(
     line_buf = _scratch("line", (tile_rows, ns, nl), np.float64)
     line_tmp = _scratch("line-tmp", (tile_rows, ns, nl), np.float64)
     if nh:
-        syrk = _SYRK[dtype]
+        gram = _scratch("tile-gram", (m + 1, m + 1), dtype)
         scaled = _scratch("scaled", (tile_rows, m + 1), dtype)
         sw_buf = _scratch("sqrt-w", (tile_rows,), dtype)
-        # one Fortran-ordered (M+1)^2 block per Hessian: syrk updates its upper triangle in
-        # place (allocated per block, not kept: K of them can be large, and a block's syrk
-        # costs far more than touching them)
+        # one (M+1)^2 block per Hessian, summed over tiles in the feature dtype and
+        # flushed to float64 (allocated per block, not kept: K of them can be large,
+        # and a block's Gram costs far more than touching them)
         acc = np.zeros((m + 1, m + 1, nh), dtype=dtype, order="F")
         pending = 0
     line_c = (1.0 - spec.steps)[None, :, None]  # margins at point - (1 - s) direction
@@ -458,8 +456,13 @@ def _block_sums(
             A = scaled[:rows]
             np.multiply(Z, sw[:, None], out=A[:, :m])
             A[:, m] = sw
-            # upper triangle of A^T A, in place
-            syrk(1.0, A.T, beta=0.0 if pending == 0 else 1.0, c=acc[:, :, jj], trans=0, lower=0, overwrite_c=1)
+            # A^T A by NumPy's syrk path, which releases the GIL (SciPy's ?syrk
+            # wrapper holds it and serialised the threads of a NumPy-input fit)
+            np.matmul(A.T, A, out=gram)
+            if pending == 0:
+                np.copyto(acc[:, :, jj], gram)
+            else:
+                acc[:, :, jj] += gram
         if nh:
             pending += rows
             if pending >= _FLUSH_ROWS or hi == n:

@@ -63,8 +63,8 @@ import numpy as np
 from scipy.special import expit
 from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.multiclass import check_classification_targets
 
+from .._labels import class_labels, encode_classes
 from .._blas import blas_limit
 from .._validation import check_dask_matrix, check_positive_int, is_dask, make_rng
 from ..features.kernel import FeatureKernel
@@ -877,13 +877,6 @@ def _proba_block(s: np.ndarray) -> np.ndarray:
     return p / total
 
 
-def _encode_block(y: np.ndarray, classes: np.ndarray) -> np.ndarray:
-    y = np.asarray(y).reshape(-1)
-    if classes.size == 2:
-        return np.where(y == classes[1], 1.0, -1.0)[:, None]
-    return np.where(y[:, None] == classes[None, :], 1.0, -1.0)
-
-
 class RandomFeatureSGDClassifier(ClassifierMixin, _BaseSGD):
     __doc__ = (
         """Linear classification on random features by mini-batch SGD.
@@ -969,24 +962,9 @@ class RandomFeatureSGDClassifier(ClassifierMixin, _BaseSGD):
         """
         self._check_params()
         X, y = self._validate_Xy(X, y, y_numeric=False, multi_output=False)
-        if is_dask(y):
-            y = y.reshape(-1) if y.ndim == 2 else y
-            classes = np.unique(np.asarray(compute(da.unique(y))))
-            check_classification_targets(classes)
-        else:
-            y = np.asarray(y).reshape(-1)
-            check_classification_targets(y)
-            classes = np.unique(y)
-        if classes.size < 2:
-            raise ValueError(
-                f"{type(self).__name__} needs samples of at least 2 classes in the data, but the data contain only one class: {classes[0]!r}"
-            )
-        self.classes_ = classes
-        if is_dask(y):
-            k = 1 if classes.size == 2 else classes.size
-            Y = y.map_blocks(_encode_block, classes, chunks=(y.chunks[0], (k,)), new_axis=1, dtype=np.float64, meta=np.empty((0, 0)))
-        else:
-            Y = _encode_block(y, classes)
+        y = y.reshape(-1) if is_dask(y) else np.asarray(y).reshape(-1)
+        classes = self.classes_ = class_labels(y, type(self).__name__)
+        Y = encode_classes(y, classes)
         self._fit_sgd(X, Y, task="classification", classes=classes)
         return self
 

@@ -24,6 +24,7 @@ from sklearn.base import (
 )
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._labels import class_labels, encode_classes
 from .._validation import check_dask_matrix, is_dask, make_rng
 from ..features.kernel import FeatureKernel
 from ..features.maps import RandomFourierFeatures, apply_kernel
@@ -465,15 +466,9 @@ def _prepare_targets(y: object, task: str) -> tuple[object, np.ndarray | None, s
         if y.shape[1] != 1:
             raise ValueError(f"y must be 1-d class labels for task='classification', got shape {y.shape}")
         y = y[:, 0]
-    classes = np.unique(da.unique(y).compute()) if is_dask(y) else np.unique(y)
-    if classes.size < 2:
-        raise ValueError(f"y has {classes.size} class(es); classification needs at least 2")
-    where = da.where if is_dask(y) else np.where
-    if classes.size == 2:
-        Y = where(y == classes[1], 1.0, -1.0)
-    else:
-        Y = where(y[:, None] == classes[None, :], 1.0, -1.0)
-    return Y, classes, task
+    classes = class_labels(y, "this selector")
+    Y = encode_classes(y, classes)
+    return (Y[:, 0] if classes.size == 2 else Y), classes, task
 
 
 class _SupervisedSelector(_BaseSelector):
