@@ -214,3 +214,27 @@ def memory_incidents(
         "kill_log_lines": len(new_lines) - n_pause,
         "log_lines": new_lines[:max_lines],
     }
+
+
+def bench_client(args: Any, workers: int, **cluster_options: Any) -> tuple[Any, Any]:
+    """``(cluster, client)`` for a benchmark: the scheduler of ``--scheduler`` (or
+    ``$DASK_SCHEDULER_ADDRESS``) with ``cluster=None``, else a new LocalCluster of
+    ``workers`` single-threaded processes. Release both with :func:`close_client`.
+    """
+    from distributed import Client, LocalCluster
+
+    from dxrf.cluster import scheduler_address
+
+    address = scheduler_address(getattr(args, "scheduler", None))
+    if address:
+        return None, Client(address)
+    options = {"dashboard_address": None, **cluster_options}
+    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, **options)
+    return cluster, Client(cluster)
+
+
+def close_client(cluster: Any, client: Any) -> None:
+    """Close what :func:`bench_client` opened."""
+    client.close()
+    if cluster is not None:
+        cluster.close()

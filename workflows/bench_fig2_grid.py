@@ -381,22 +381,16 @@ def _resolve(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> dict:
     """Time the workflow's grid and the naive loop; compare passes and errors; write JSON and markdown."""
-    from distributed import Client, LocalCluster
 
     import dxrf
-    from dxrf.cluster import scheduler_address
 
     from . import fig2_error_vs_m as fig2
-    from ._common import median_time, table, write_results
+    from ._common import bench_client, close_client, median_time, table, write_results
     from ._paper import VALIDATION_FRACTION, Workdir, fourier_kernel, load_data, say
 
     _resolve(args)
-    address = scheduler_address(getattr(args, "scheduler", None))
-    if address:
-        cluster, client = None, Client(address)
-    else:
-        cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=None)
-        client = Client(cluster)
+    cluster, client = bench_client(args, args.workers)
+    address = None if cluster is not None else client.scheduler.address
     try:
         with Workdir("bench-fig2") as wd:
             data = load_data(args.dataset, wd, chunk_rows=args.chunk_rows, n_rows=args.n_rows, rep=args.seed)
@@ -420,9 +414,7 @@ def run(args: argparse.Namespace) -> dict:
                                                       setup=lambda: take_reads(client))
             naive_reads = read_passes(take_reads(client), data)
     finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+        close_client(cluster, client)
 
     cmp = compare(grid, naive, fig2.METHODS)
     ok = cmp["same_sigma"] and cmp["max_rel_test"] <= args.rtol and cmp["max_rel_figure"] <= args.rtol

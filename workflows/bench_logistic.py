@@ -231,12 +231,11 @@ def _rounds(fns: dict[str, Callable[[], Any]], repeats: int) -> dict[str, tuple[
 
 def run(args: argparse.Namespace) -> dict:
     import dask.array as da
-    from distributed import Client, LocalCluster, wait
+    from distributed import wait
 
     import dxrf
-    from dxrf.cluster import scheduler_address
 
-    from ._common import median_time, table, write_results
+    from ._common import bench_client, close_client, median_time, table, write_results
 
     n, d, m, alpha, tol = int(args.n_rows), args.n_features, args.m, float(args.alpha), float(args.tol)
     X, y = make_data(n, d, args.seed)
@@ -245,12 +244,7 @@ def run(args: argparse.Namespace) -> dict:
     kernel = dxrf.RandomFourierFeatures(**fmap_params).fit(X[:1]).kernel_
     features_s, _, Z = median_time(lambda: explicit_features(X, kernel), 1)
 
-    address = scheduler_address(getattr(args, "scheduler", None))
-    if address:
-        cluster, client = None, Client(address)
-    else:
-        cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=None)
-        client = Client(cluster)
+    cluster, client = bench_client(args, args.workers)
     try:
         chunks = args.chunk_rows
         with warnings.catch_warnings():
@@ -282,9 +276,7 @@ def run(args: argparse.Namespace) -> dict:
             _fit_dask_ml(Zd[:small], y01d[:small], small, alpha, 1e-3, 2, native)
         timed = _rounds(fits, args.repeats)
     finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+        close_client(cluster, client)
 
     runs: dict[str, dict] = {}
     for name, (median_s, times, (coef, intercept, info)) in timed.items():

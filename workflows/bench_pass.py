@@ -79,11 +79,11 @@ def _gpu_gram_rate(m: int, dtype: str, rows: int, repeats: int) -> float:
 
 def run(args: argparse.Namespace) -> dict:
     import dask.array as da
-    from distributed import Client, LocalCluster, wait
+    from distributed import wait
 
     import dxrf
 
-    from ._common import drop_page_cache, median_time, table, write_results
+    from ._common import bench_client, close_client, drop_page_cache, median_time, table, write_results
 
     n = int(args.n_rows)
     d = args.n_features
@@ -97,15 +97,7 @@ def run(args: argparse.Namespace) -> dict:
         "runs": [],
     }
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="dxrf-bench-"))
-    from dxrf.cluster import scheduler_address
-
-    address = scheduler_address(getattr(args, "scheduler", None))
-    if address:
-        cluster, client = None, Client(address)
-    else:
-        workers = 1 if args.gpu else args.workers  # one GPU here
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
-        client = Client(cluster)
+    cluster, client = bench_client(args, 1 if args.gpu else args.workers)  # one GPU here
     try:
         X = da.random.default_rng(0).standard_normal((n, d), chunks=(args.chunk_rows, d), dtype=np.float32)
         on_device = _to_device if args.gpu else (lambda a: a)
@@ -156,9 +148,7 @@ def run(args: argparse.Namespace) -> dict:
                     )
                     print(f"  {label:16s} {dtype} M0={m0}: {t:.2f} s (bound {bound:.2f} s, ratio {ratio:.3f})", flush=True)
     finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+        close_client(cluster, client)
         if args.workdir is None:
             shutil.rmtree(workdir, ignore_errors=True)
     md = table(["variant", "dtype", "M0", "median s", "GFLOP/s (N·M0²)", "syrk bound s", "bound / time"], rows)

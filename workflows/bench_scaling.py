@@ -77,19 +77,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _client(args: argparse.Namespace) -> tuple[Any, Any]:
     """A client on ``--scheduler`` if given, else on a new LocalCluster (returned too, to close)."""
-    from distributed import Client, LocalCluster
     from distributed.system import MEMORY_LIMIT
 
-    from dxrf.cluster import scheduler_address
+    from ._common import bench_client
 
-    address = scheduler_address(getattr(args, "scheduler", None))
-    if address:
-        return None, Client(address)
     limit = args.worker_memory or int(0.8 * MEMORY_LIMIT / args.workers)  # dxrf's embedded-cluster rule
-    cluster = LocalCluster(
-        n_workers=args.workers, threads_per_worker=1, processes=True, memory_limit=limit, dashboard_address=":0"
-    )
-    return cluster, Client(cluster)
+    return bench_client(args, args.workers, memory_limit=limit, dashboard_address=":0")
 
 
 def run(args: argparse.Namespace) -> dict:
@@ -98,7 +91,7 @@ def run(args: argparse.Namespace) -> dict:
 
     import dxrf
 
-    from ._common import drop_page_cache, table, worker_memory, write_results
+    from ._common import close_client, drop_page_cache, table, worker_memory, write_results
 
     d, chunk, m0 = args.n_features, args.chunk_rows, args.m0
     sizes = sorted({int(v) for v in args.n_rows})
@@ -172,9 +165,7 @@ def run(args: argparse.Namespace) -> dict:
             peak_mib = max(peaks.values()) / 2**20
             print(f"  N={n:>10d}: {t:.2f} s, {t / n * 1e6:.3f} µs/row, peak {peak_mib:.0f} MiB", flush=True)
     finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+        close_client(cluster, client)
         if args.workdir is None:
             shutil.rmtree(workdir, ignore_errors=True)
 
