@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import numbers
 import os
-import threading
 from collections.abc import Sequence
 from types import ModuleType
 
@@ -21,6 +20,7 @@ import dask.array as da
 import numpy as np
 
 from ._blas import blas_limit
+from ._buffers import thread_buffer
 from ._device import array_module, kernel_on, to_host
 from ._validation import check_dask_matrix, is_dask
 from .features.kernel import FeatureKernel
@@ -241,7 +241,8 @@ class _Sums:
         size = 3 * int(np.prod(shape))
         if self.xp is not np:  # the device's memory pool makes reallocation cheap
             return self.xp.empty((3,) + shape)
-        buf = _thread_buffer("sums", None, np.dtype(np.float64), min_size=max(size, 3 * _SUM_ROWS * self.m))
+        # one flat array serves every shape: sized for the largest band at once
+        buf = thread_buffer("sums", (max(size, 3 * _SUM_ROWS * self.m),), np.dtype(np.float64))
         return buf[:size].reshape((3,) + shape)
 
     def _bands(self):
@@ -310,37 +311,6 @@ def _tile_grid(start: int, stop: int, tile_rows: int) -> list[tuple[int, int]]:
     return out
 
 
-_THREAD = threading.local()
-
-
-def _thread_buffer(
-    name: str, shape: tuple[int, ...] | None, dtype: np.dtype, order: str = "C", min_size: int = 0
-) -> np.ndarray:
-    """A scratch array kept by the calling thread and reused by its next tasks.
-
-    Tasks of a pass run one after another on each worker thread; allocating
-    their tile buffers afresh costs a first touch of ~100 MB per task, several
-    percent of the pass on this class of machine. Each thread keeps one array
-    per name (replaced when the shape or dtype changes), so no two concurrent
-    tasks share one. With ``shape=None`` it is a flat array of at least
-    ``min_size`` elements.
-    """
-    cache = getattr(_THREAD, "buffers", None)
-    if cache is None:
-        cache = _THREAD.buffers = {}
-    a = cache.get(name)
-    if shape is None:
-        fits = a is not None and a.dtype == dtype and a.size >= min_size
-        shape = (min_size,)
-    else:
-        fits = a is not None and a.shape == shape and a.dtype == dtype and a.flags[f"{order}_CONTIGUOUS"]
-    if not fits:
-        cache.pop(name, None)  # free the old one before allocating
-        # zeros, not empty: stale NaN in unused parts would only raise warnings
-        a = cache[name] = np.zeros(shape, dtype=dtype, order=order)
-    return a
-
-
 class _TileWorker:
     """Per-task buffers and the statistics of whole tiles of rows.
 
@@ -361,8 +331,8 @@ class _TileWorker:
         self.xp = xp
         self.kernel = kernel_on(kernel, xp)
         if xp is np:
-            self.buf = _thread_buffer("tile", (tile_rows, m), kernel.dtype)
-            self.gram = _thread_buffer("gram", (m, m), kernel.dtype)
+            self.buf = thread_buffer("tile", (tile_rows, m), kernel.dtype)
+            self.gram = thread_buffer("gram", (m, m), kernel.dtype)
         else:
             self.buf = xp.empty((tile_rows, m), dtype=kernel.dtype)
             self.gram = xp.zeros((m, m), dtype=kernel.dtype)

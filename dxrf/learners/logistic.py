@@ -99,6 +99,7 @@ import scipy.optimize
 from scipy.special import expit
 from sklearn.exceptions import ConvergenceWarning
 
+from .._buffers import thread_buffer
 from .._blas import blas_limit
 from .._validation import check_dask_matrix, is_dask
 from ..features.kernel import FeatureKernel
@@ -303,28 +304,6 @@ def _tile_rows(kernel: FeatureKernel) -> int:
     return min(by_bytes, _TILE_ROWS)
 
 
-_SCRATCH = threading.local()
-
-
-def _scratch(name: str, shape: tuple[int, ...], dtype: np.dtype, order: str = "C") -> np.ndarray:
-    """A scratch array kept by the calling thread and reused by its later blocks and passes.
-
-    First touch of fresh memory is slower than the arithmetic on this class of
-    machine, and a fit makes several passes of many blocks. Arrays are created
-    zeroed and never shrink (a few tiles' worth per thread, like the tile buffer
-    of :func:`dxrf.accumulate`); contents are whatever the last user left.
-    """
-    cache = getattr(_SCRATCH, "arrays", None)
-    if cache is None:
-        cache = _SCRATCH.arrays = {}
-    size = math.prod(shape)
-    key = (name, np.dtype(dtype).str)
-    flat = cache.get(key)
-    if flat is None or flat.size < size:
-        flat = cache[key] = np.zeros(size, dtype=dtype)
-    return flat[:size].reshape(shape, order=order)
-
-
 def _block_sums(
     X: np.ndarray,
     T: np.ndarray,
@@ -378,24 +357,24 @@ def _block_sums(
     # every array of a tile comes from the thread's scratch: in Dask workers (which set
     # MALLOC_TRIM_THRESHOLD_) fresh temporaries of this size cost page faults every time
     nc, nr, ns = kc + nl + nv, ng + nv, spec.steps.size
-    buf = _scratch("tile", (tile_rows, m), dtype)
-    buf64 = _scratch("tile64", (tile_rows, m), np.float64) if precise else None
-    scores = _scratch("scores", (tile_rows, nc), np.float64)
-    scores_k = _scratch("scores-k", (tile_rows, nc), sdtype) if sdtype != np.float64 else scores
-    resid = _scratch("resid", (tile_rows, nr), np.float64)
-    resid_k = _scratch("resid-k", (tile_rows, nr), sdtype) if sdtype != np.float64 else resid
-    t_buf = _scratch("labels", (tile_rows, ka), np.float64)
-    margin_buf = _scratch("margin", (tile_rows, ka), np.float64)
-    p_buf = _scratch("p", (tile_rows, ka), np.float64)
-    w_buf = _scratch("w", (tile_rows, ka), np.float64)
-    loss_buf = _scratch("loss", (tile_rows, ng), np.float64)
-    loss_tmp = _scratch("loss-tmp", (tile_rows, ng), np.float64)
-    line_buf = _scratch("line", (tile_rows, ns, nl), np.float64)
-    line_tmp = _scratch("line-tmp", (tile_rows, ns, nl), np.float64)
+    buf = thread_buffer("tile", (tile_rows, m), dtype)
+    buf64 = thread_buffer("tile64", (tile_rows, m), np.float64) if precise else None
+    scores = thread_buffer("scores", (tile_rows, nc), np.float64)
+    scores_k = thread_buffer("scores-k", (tile_rows, nc), sdtype) if sdtype != np.float64 else scores
+    resid = thread_buffer("resid", (tile_rows, nr), np.float64)
+    resid_k = thread_buffer("resid-k", (tile_rows, nr), sdtype) if sdtype != np.float64 else resid
+    t_buf = thread_buffer("labels", (tile_rows, ka), np.float64)
+    margin_buf = thread_buffer("margin", (tile_rows, ka), np.float64)
+    p_buf = thread_buffer("p", (tile_rows, ka), np.float64)
+    w_buf = thread_buffer("w", (tile_rows, ka), np.float64)
+    loss_buf = thread_buffer("loss", (tile_rows, ng), np.float64)
+    loss_tmp = thread_buffer("loss-tmp", (tile_rows, ng), np.float64)
+    line_buf = thread_buffer("line", (tile_rows, ns, nl), np.float64)
+    line_tmp = thread_buffer("line-tmp", (tile_rows, ns, nl), np.float64)
     if nh:
-        gram = _scratch("tile-gram", (m + 1, m + 1), dtype)
-        scaled = _scratch("scaled", (tile_rows, m + 1), dtype)
-        sw_buf = _scratch("sqrt-w", (tile_rows,), dtype)
+        gram = thread_buffer("tile-gram", (m + 1, m + 1), dtype)
+        scaled = thread_buffer("scaled", (tile_rows, m + 1), dtype)
+        sw_buf = thread_buffer("sqrt-w", (tile_rows,), dtype)
         # one (M+1)^2 block per Hessian, summed over tiles in the feature dtype and
         # flushed to float64 (allocated per block, not kept: K of them can be large,
         # and a block's Gram costs far more than touching them)
