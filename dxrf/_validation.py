@@ -8,11 +8,34 @@ import warnings
 import dask.array as da
 import numpy as np
 
-__all__ = ["is_dask", "make_rng", "check_dask_matrix", "check_float_dtype", "check_positive_int"]
+__all__ = [
+    "is_dask",
+    "make_rng",
+    "check_dask_matrix",
+    "check_finite_rows",
+    "check_float_dtype",
+    "check_positive_int",
+]
 
 
 def is_dask(X: object) -> bool:
     return isinstance(X, da.Array)
+
+
+def check_finite_rows(A: np.ndarray, name: str, row_offset: int = 0) -> None:
+    """Raise ``ValueError`` naming the first row of ``A`` with a NaN or infinity.
+
+    Every pass checks every block, so the common case costs one sum over the
+    block and no temporary: a NaN or infinity makes the sum non-finite. Only a
+    non-finite sum (or one that overflowed from finite values) pays for the
+    element-wise test that finds the row. ``row_offset`` is the block's first
+    row in the whole array.
+    """
+    if A.dtype.kind not in "fc" or A.size == 0 or np.isfinite(np.sum(A)):
+        return
+    bad = ~np.isfinite(A.reshape(A.shape[0], -1)).all(axis=1)
+    if bad.any():
+        raise ValueError(f"{name} contains NaN or infinity (first at row {int(np.flatnonzero(bad)[0]) + row_offset})")
 
 
 def make_rng(random_state: object) -> np.random.Generator:

@@ -22,7 +22,7 @@ import numpy as np
 from ._blas import blas_limit
 from ._buffers import thread_buffer
 from ._device import array_module, kernel_on, to_host
-from ._validation import check_dask_matrix, is_dask
+from ._validation import check_dask_matrix, check_finite_rows, is_dask
 from .features.kernel import FeatureKernel
 from .options import get_options
 from .progress import compute
@@ -374,18 +374,14 @@ def _check_block(X: np.ndarray, y: np.ndarray | None, kernel: FeatureKernel, row
         raise TypeError(f"X must hold numbers (bool, integer or float), got dtype {X.dtype}")
     if X.ndim != 2 or X.shape[1] != kernel.n_features_in:
         raise ValueError(f"X block has shape {X.shape}; the feature map expects {kernel.n_features_in} columns")
-    if not np.isfinite(X).all():
-        bad = int(np.flatnonzero(~np.isfinite(X).all(axis=1))[0]) + row_offset
-        raise ValueError(f"X contains NaN or infinity (first at row {bad})")
+    check_finite_rows(X, "X", row_offset)
     Y = None
     if y is not None:
         Y = np.asarray(y)
         if Y.dtype.kind not in "biuf":
             raise TypeError(f"y must hold numbers (bool, integer or float), got dtype {Y.dtype}")
         Y = Y.astype(np.float64, copy=False).reshape(X.shape[0], -1)
-        if not np.isfinite(Y).all():
-            bad = int(np.flatnonzero(~np.isfinite(Y).all(axis=1))[0]) + row_offset
-            raise ValueError(f"y contains NaN or infinity (first at row {bad})")
+        check_finite_rows(Y, "y", row_offset)
     return X, Y
 
 

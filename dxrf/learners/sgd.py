@@ -66,7 +66,7 @@ from sklearn.utils.metaestimators import available_if
 
 from .._labels import class_labels, encode_classes
 from .._blas import blas_limit
-from .._validation import check_dask_matrix, check_positive_int, is_dask, make_rng
+from .._validation import check_dask_matrix, check_finite_rows, check_positive_int, is_dask, make_rng
 from ..features.kernel import FeatureKernel
 from ..options import get_options
 from ..progress import active_client, compute
@@ -156,12 +156,8 @@ def _block_rows(X: Any, Y: Any, mask: Any, start: int, cfg: _Config) -> tuple[np
         mask = hashed_split(start, start + n, cfg.fraction, _VALIDATION_SEED)
     elif mask is not None:
         mask = np.asarray(mask, dtype=bool).reshape(-1)
-    if not np.isfinite(X).all():
-        bad = int(np.flatnonzero(~np.isfinite(X).all(axis=1))[0]) + start
-        raise ValueError(f"X contains NaN or infinity (first at row {bad})")
-    if not np.isfinite(Y).all():
-        bad = int(np.flatnonzero(~np.isfinite(Y).all(axis=1))[0]) + start
-        raise ValueError(f"y contains NaN or infinity (first at row {bad})")
+    check_finite_rows(X, "X", start)
+    check_finite_rows(Y, "y", start)
     return X, Y, mask
 
 
