@@ -310,3 +310,78 @@ def test_bad_labels_and_shapes(data):
         fit_logistic(X[:, :3], t, fmap, alpha=ALPHA)
     with pytest.raises(ValueError, match="max_iter"):
         fit_logistic(X, t, fmap, alpha=ALPHA, max_iter=0)
+
+
+# -- sampled Hessians -------------------------------------------------------------------------
+
+
+def test_hessian_runs_depend_on_the_global_row_only():
+    from dxrf.learners.logistic import _HESS_BLOCK, _hessian_runs
+
+    n, period = 7 * _HESS_BLOCK + 300, 3
+    want = np.flatnonzero((np.arange(n) // _HESS_BLOCK) % period == 0)
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        cuts = np.unique(np.concatenate([[0, n], rng.integers(1, n, size=6)]))
+        got = np.concatenate(
+            [np.arange(a, b) for lo, hi in zip(cuts[:-1], cuts[1:]) for a, b in _hessian_runs(int(lo), int(hi), period)]
+        )
+        np.testing.assert_array_equal(got, want)
+    assert _hessian_runs(5, 17, 1) == [(5, 17)]
+
+
+def test_sampled_hessian_matches_dense_reference(data, monkeypatch):
+    from dxrf.learners import logistic as L
+
+    monkeypatch.setattr(L, "_HESS_BLOCK", 64)
+    X, _, T3, fmap = data
+    kernel = fmap.kernel_
+    rng = np.random.default_rng(3)
+    coef = rng.normal(size=(M, 3))
+    intercept = np.array([0.2, -0.1, 0.0])
+    points = np.vstack([coef, intercept])
+    idx = np.arange(3)
+    spec = _make_spec(kernel, idx, points, grad=idx, hess=idx, hess_period=4)
+    # blocks and tiles that cut the 64-row sample blocks anywhere
+    cuts = [0, 100, 377, 900, N]
+    parts = [_block_sums(X[a:b], T3[a:b], kernel, spec, tile_rows=50, row_offset=a) for a, b in zip(cuts[:-1], cuts[1:])]
+    total = parts[0]
+    for p in parts[1:]:
+        total = total + p
+    out = _finalize(total, kernel)
+    rows = (np.arange(N) // 64) % 4 == 0
+    assert total.n == N and total.n_hess == rows.sum()
+    loss, grad, _, _, _ = dense_reference(kernel(X), T3, coef, intercept)
+    _, _, hess_s, _, _ = dense_reference(kernel(X[rows]), T3[rows], coef, intercept)
+    assert rel(out.loss, loss) <= 1e-10 and rel(out.grad, grad) <= 1e-10  # all rows
+    assert rel(out.hess, hess_s * (N / rows.sum())) <= 1e-10  # the sample, scaled to N rows
+
+
+def test_sampled_hessians_converge_to_the_same_optimum(data, monkeypatch):
+    from dxrf.learners import logistic as L
+
+    monkeypatch.setattr(L, "_HESS_BLOCK", 32)
+    X, _, T3, fmap = data
+    exact = fit_logistic(X, T3, fmap, alpha=ALPHA, solver="newton", hessian_rows=None)
+    assert exact.hessian_rows == N
+    sampled = fit_logistic(X, T3, fmap, alpha=ALPHA, solver="newton", hessian_rows=300)
+    assert sampled.converged
+    assert sampled.hessian_rows == ((np.arange(N) // 32) % (N // 300) == 0).sum() < N / 4
+    assert rel(sampled.coef, exact.coef) <= 1e-6
+    assert np.allclose(sampled.loss, exact.loss, rtol=1e-12)
+    # on dask, with chunks that cut the sample blocks: the same rows, the same fit
+    res = fit_logistic(da.from_array(X, chunks=(317, D)), T3, fmap, alpha=ALPHA, solver="newton", hessian_rows=300)
+    assert res.hessian_rows == sampled.hessian_rows and res.n_passes == sampled.n_passes
+    assert rel(res.coef, sampled.coef) <= 1e-8
+    # "auto" samples only when the Hessian is the larger part of a pass and N is large
+    assert L._hessian_period("auto", 200_000, 500, 90) == 3
+    assert L._hessian_period("auto", 200_000, 100, 90) == 1  # M < 2 d: features cost more
+    assert L._hessian_period("auto", 50_000, 500, 90) == 1  # the sample would be most rows
+
+
+@pytest.mark.parametrize("bad", ["all", 0, -5, 2.5, True])
+def test_hessian_rows_is_checked(data, bad):
+    X, t, _, fmap = data
+    for solver in ("newton", "lbfgs"):
+        with pytest.raises(ValueError, match="hessian_rows"):
+            fit_logistic(X, t, fmap, alpha=ALPHA, solver=solver, hessian_rows=bad)

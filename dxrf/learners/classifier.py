@@ -54,6 +54,10 @@ class RandomFeatureClassifier(_RidgeSolveMixin, ClassifierMixin, RandomFeatureMo
         Logistic iterations.
     tol : float, default=1e-8
         Logistic gradient tolerance.
+    hessian_rows : "auto", int or None, default="auto"
+        Rows sampled for each Hessian of the Newton solver (gradients use every
+        row); None for exact Hessians. See
+        :func:`dxrf.learners.logistic.fit_logistic`.
     validation_seed : int, default=0
         Seed of the hashed validation split.
     random_state : int, RandomState, Generator or None
@@ -71,6 +75,8 @@ class RandomFeatureClassifier(_RidgeSolveMixin, ClassifierMixin, RandomFeatureMo
         Logistic iterations.
     n_passes_ : int
         Reads of X made by ``fit``.
+    hessian_rows_ : int
+        Rows in each Newton Hessian (logistic loss with the Newton solver; 0 otherwise).
     features_, kernel_, n_features_in_
 
     References
@@ -91,6 +97,7 @@ class RandomFeatureClassifier(_RidgeSolveMixin, ClassifierMixin, RandomFeatureMo
         solver: str = "auto",
         max_iter: int = 100,
         tol: float = 1e-8,
+        hessian_rows: int | str | None = "auto",
         validation_seed: int = 0,
         random_state: object = None,
     ) -> None:
@@ -103,6 +110,7 @@ class RandomFeatureClassifier(_RidgeSolveMixin, ClassifierMixin, RandomFeatureMo
         self.solver = solver
         self.max_iter = max_iter
         self.tol = tol
+        self.hessian_rows = hessian_rows
         self.validation_seed = validation_seed
         self.random_state = random_state
 
@@ -158,7 +166,7 @@ class RandomFeatureClassifier(_RidgeSolveMixin, ClassifierMixin, RandomFeatureMo
             self.n_passes_ = int(isinstance(features.get_params().get("bandwidth"), str))
         result = fit_logistic(
             X, T, self.kernel_, alpha=float(self.alpha), solver=self.solver, max_iter=self.max_iter,
-            tol=self.tol, fit_intercept=self.fit_intercept,
+            tol=self.tol, fit_intercept=self.fit_intercept, hessian_rows=self.hessian_rows,
         )
         self.alpha_ = float(self.alpha)
         self.coef_ = np.asarray(result.coef).T
@@ -166,6 +174,7 @@ class RandomFeatureClassifier(_RidgeSolveMixin, ClassifierMixin, RandomFeatureMo
         self.n_iter_ = int(result.n_iter)
         self.n_passes_ += int(result.n_passes)
         self.solver_ = result.solver
+        self.hessian_rows_ = int(result.hessian_rows)
         self.converged_ = bool(result.converged)
         return self
 

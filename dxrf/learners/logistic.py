@@ -48,7 +48,11 @@ Solvers (``solver=``):
     :func:`_capped`). The first pass evaluates the starting point, so
     ``n_iter`` iterations without backtracking cost ``n_iter + 1`` passes;
     the last step, once its predicted decrease is below tolerance, is taken
-    without a verifying pass. Memory: ``K (M+1)^2 * 8`` bytes of Hessians per
+    without a verifying pass. With ``N`` well above ``M`` the Hessians are
+    summed over a fixed sample of the rows (``hessian_rows``; gradients and
+    losses always over all rows), which makes a Hessian pass cost little
+    more than a gradient pass; BFGS updates and the line search are
+    unchanged. Memory: ``K (M+1)^2 * 8`` bytes of Hessians per
     task and per partial sum in the reduction (a merge task holds
     ``split_every + 1`` of them).
 ``"lbfgs"``
@@ -136,6 +140,9 @@ _TILE_ROWS = 2048  # rows per tile by default: a tile and its copies stay in cac
 _FLUSH_ROWS = 16384  # rows summed into a Hessian in the kernel dtype before the float64 total
 _REFRESH = 0.25  # Newton: a fresh Hessian when a step shrank the decrement by less than this
 _MAX_BACKTRACK_PASSES = 3  # loss-only passes after the grid of the trial pass: steps down to 2^-40
+_HESS_BLOCK = 1024  # rows per block of the Hessian row sample (whole blocks are sampled)
+#: ``hessian_rows="auto"``: Hessians from about this many rows per parameter (at least), see fit_logistic
+HESSIAN_ROWS_PER_PARAMETER = 100
 
 
 # -- results ----------------------------------------------------------------------
@@ -185,6 +192,9 @@ class LogisticResult:
         Whether every class met a convergence criterion.
     solver : str
         The solver used: "newton", "lbfgs" or "newton-cg".
+    hessian_rows : int
+        Rows that entered each Newton Hessian (N when exact; 0 for solvers
+        without Hessians).
     """
 
     coef: np.ndarray
@@ -194,6 +204,7 @@ class LogisticResult:
     loss: np.ndarray
     converged: bool
     solver: str
+    hessian_rows: int = 0
 
 
 # -- the per-block kernel -------------------------------------------------------------
@@ -222,6 +233,7 @@ class _Spec:
     vcoef: np.ndarray  # (M, len(hv)) kernel dtype
     vintercept: np.ndarray
     precise: bool = False  # float64 scores for float32 kernels (see _block_sums)
+    hess_period: int = 1  # Hessians from the rows of every hess_period-th block of _HESS_BLOCK (1: all rows)
 
 
 @dataclasses.dataclass(eq=False)
@@ -234,6 +246,7 @@ class _Sums:
     hess: np.ndarray
     line: np.ndarray
     hv: np.ndarray
+    n_hess: int = 0  # rows summed into the Hessians
 
     @classmethod
     def zeros(cls, spec: _Spec, m: int) -> _Sums:
@@ -254,6 +267,7 @@ class _Sums:
             self.hess + other.hess,
             self.line + other.line,
             self.hv + other.hv,
+            self.n_hess + other.n_hess,
         )
 
 
@@ -377,7 +391,7 @@ def _block_sums(
         # flushed to float64 (allocated per block, not kept: K of them can be large,
         # and a block's Gram costs far more than touching them)
         acc = np.zeros((m + 1, m + 1, nh), dtype=dtype, order="F")
-        pending = 0
+        pending, acc_empty = 0, True
     line_c = (1.0 - spec.steps)[None, :, None]  # margins at point - (1 - s) direction
     for lo in range(0, n, tile_rows):
         hi = min(lo + tile_rows, n)
@@ -428,27 +442,54 @@ def _block_sums(
             np.multiply(ms, t[:, None, spec.line], out=ms)
             np.negative(ms, out=ms)
             sums.line += _softplus(ms, line_tmp[:rows]).sum(axis=0)
-        for jj, j in enumerate(spec.hess):
+        runs = _hessian_runs(row_offset + lo, row_offset + hi, spec.hess_period) if nh else []
+        used = sum(b - a for a, b in runs)
+        for jj, j in enumerate(spec.hess if used else ()):
             sw = np.sqrt(w[:, j], out=sw_buf[:rows])
-            A = scaled[:rows]
-            np.multiply(Z, sw[:, None], out=A[:, :m])
-            A[:, m] = sw
+            A = scaled[:used]
+            at = 0
+            for a, b in runs:  # the sampled rows of the tile, packed
+                a, b = a - row_offset - lo, b - row_offset - lo
+                np.multiply(Z[a:b], sw[a:b, None], out=A[at : at + b - a, :m])
+                A[at : at + b - a, m] = sw[a:b]
+                at += b - a
             # A^T A by NumPy's syrk path, which releases the GIL (SciPy's ?syrk
             # wrapper holds it and serialised the threads of a NumPy-input fit)
             np.matmul(A.T, A, out=gram)
             # gram is exactly symmetric (NumPy mirrors syrk's triangle): adding its
             # transpose walks the Fortran-ordered acc contiguously (10x faster)
-            if pending == 0:
+            if acc_empty:
                 np.copyto(acc[:, :, jj], gram.T)
             else:
                 acc[:, :, jj] += gram.T
-        if nh:
-            pending += rows
-            if pending >= _FLUSH_ROWS or hi == n:
-                for jj in range(nh):
-                    sums.hess[jj] += acc[:, :, jj].T  # symmetric: contiguous walk
-                pending = 0
+        if used:
+            acc_empty = False
+            sums.n_hess += used
+            pending += used
+        if nh and not acc_empty and (pending >= _FLUSH_ROWS or hi == n):
+            for jj in range(nh):
+                sums.hess[jj] += acc[:, :, jj].T  # symmetric: contiguous walk
+            pending, acc_empty = 0, True
     return sums
+
+
+def _hessian_runs(start: int, stop: int, period: int) -> list[tuple[int, int]]:
+    """The rows of ``[start, stop)`` (global indices) that enter a sampled Hessian.
+
+    Rows are taken in blocks of :data:`_HESS_BLOCK`: block ``k`` (rows
+    ``k B .. (k+1) B - 1``) is in when ``k % period == 0``. The sample depends
+    on the global row index only, so every chunking of X sums the same rows.
+    """
+    if period == 1:
+        return [(start, stop)]
+    B = _HESS_BLOCK
+    runs = []
+    for k in range(start // B, (stop - 1) // B + 1):
+        if k % period == 0:
+            a, b = max(start, k * B), min(stop, (k + 1) * B)
+            if a < b:
+                runs.append((a, b))
+    return runs
 
 
 def _make_spec(
@@ -462,6 +503,7 @@ def _make_spec(
     hv: np.ndarray | None = None,
     vectors: np.ndarray | None = None,
     precise: bool = False,
+    hess_period: int = 1,
 ) -> _Spec:
     """A pass specification from points ``(M + 1, Ka)`` in scaled coordinates."""
     m = kernel.n_components
@@ -494,6 +536,7 @@ def _make_spec(
         vcoef=vcoef,
         vintercept=vintercept,
         precise=precise,
+        hess_period=hess_period,
     )
 
 
@@ -513,7 +556,9 @@ def _finalize(sums: _Sums, kernel: FeatureKernel) -> _Final:
     # the sums are linear in the raw features, so the per-column scale is applied once here
     s = np.append(kernel.scale.astype(np.float64), 1.0)
     upper = np.triu(sums.hess)
-    hess = (upper + np.swapaxes(np.triu(upper, 1), 1, 2)) * np.outer(s, s)
+    # a sampled Hessian estimates the sum over all rows: scaled by rows / sampled rows
+    ratio = sums.n / sums.n_hess if sums.n_hess else 1.0
+    hess = (upper + np.swapaxes(np.triu(upper, 1), 1, 2)) * (np.outer(s, s) * ratio)
     return _Final(sums.n, sums.loss, sums.grad * s[:, None], hess, sums.line, sums.hv * s[:, None])
 
 
@@ -670,10 +715,17 @@ class _PassRunner:
     """
 
     def __init__(
-        self, X: np.ndarray | da.Array, T: np.ndarray | da.Array, kernel: FeatureKernel, progress: bool, precise: bool = False
+        self,
+        X: np.ndarray | da.Array,
+        T: np.ndarray | da.Array,
+        kernel: FeatureKernel,
+        progress: bool,
+        precise: bool = False,
+        hess_period: int = 1,
     ) -> None:
         self.kernel = kernel
         self.precise = precise
+        self.hess_period = hess_period
         self.progress = bool(progress)
         self.count = 0
         self.tile_rows = _tile_rows(kernel)
@@ -805,6 +857,7 @@ def _batch_pass(runner: _PassRunner, requests: dict[int, _Request]) -> dict[int,
         hv=hv,
         vectors=np.column_stack([reqs[j].vector for j in hv]) if hv.size else None,
         precise=runner.precise,
+        hess_period=runner.hess_period,
     )
     out = runner(spec)
     replies = {k: _Reply() for k in ks}
@@ -1270,6 +1323,27 @@ def _initial_points(coef_init: object, intercept_init: object, m: int, k: int, f
     return W
 
 
+def _hessian_period(hessian_rows: object, n: int, m: int, d: int) -> int:
+    """The period ``p`` of the Hessian row sample (1: every row) for ``hessian_rows``."""
+    if hessian_rows is None:
+        return 1
+    if isinstance(hessian_rows, str):
+        if hessian_rows != "auto":
+            raise ValueError(f'hessian_rows must be "auto", a positive integer or None, got {hessian_rows!r}')
+        if m + 1 < 2 * (d + 1):
+            # a row's Hessian term ((M+1)^2 flops) is then cheaper than its features
+            # (2 (d+1) M): sampling would save little and cost passes
+            return 1
+        wanted = HESSIAN_ROWS_PER_PARAMETER * (m + 1)
+    elif isinstance(hessian_rows, numbers.Integral) and not isinstance(hessian_rows, bool) and hessian_rows > 0:
+        wanted = int(hessian_rows)
+    else:
+        raise ValueError(f'hessian_rows must be "auto", a positive integer or None, got {hessian_rows!r}')
+    # whole blocks are sampled: below two blocks per period the sample is not a saving
+    period = n // wanted
+    return period if period >= 2 and n >= 2 * _HESS_BLOCK * period else 1
+
+
 def fit_logistic(
     X: np.ndarray | da.Array,
     T: np.ndarray | da.Array,
@@ -1283,6 +1357,7 @@ def fit_logistic(
     coef_init: np.ndarray | None = None,
     intercept_init: np.ndarray | float | None = None,
     progress: bool | None = False,
+    hessian_rows: int | str | None = "auto",
 ) -> LogisticResult:
     """L2-penalised logistic regression on the features ``z(X)``, binary or one-vs-rest.
 
@@ -1321,6 +1396,20 @@ def fit_logistic(
     progress : bool or None
         Show a progress bar on every pass over dask input (None: the
         ``progress`` option of :func:`dxrf.get_options`).
+    hessian_rows : "auto", int or None
+        Rows sampled for each Hessian of the "newton" solver (gradients and
+        losses always use every row). A Hessian costs ``N M^2`` flops, against
+        ``N M (2 d + ...)`` for the rest of a pass; with ``N`` much larger than
+        ``M`` a sample of rows gives a Hessian as good for Newton steps
+        (sub-sampled Newton: exact gradients, sampled curvature) at a fraction
+        of the cost. The sample is every ``p``-th block of 1024 rows by global
+        row index (the same rows for every chunking), ``p = N // hessian_rows``,
+        and its sum is scaled by N / (rows sampled). "auto":
+        ``HESSIAN_ROWS_PER_PARAMETER * (M + 1)`` rows when ``M + 1 >= 2 (d + 1)``
+        (below, a row's Hessian term costs less than its features), else
+        exact; None: every row (exact Hessians). Exact whenever the sample
+        would be more than N / 2. Invalid values raise ``ValueError`` (also
+        for the solvers without Hessians, which ignore it).
 
     Returns
     -------
@@ -1353,7 +1442,9 @@ def fit_logistic(
     precise = chosen == "lbfgs"
     obj = _Objective(n, alpha, m, bool(fit_intercept), np.float64 if precise else kernel.dtype)
     show = get_options().progress if progress is None else progress
-    runner = _PassRunner(X, T, kernel, bool(show), precise=precise)
+    period = _hessian_period(hessian_rows, n, m, kernel.n_features_in)  # checked for every solver
+    period = period if chosen == "newton" else 1
+    runner = _PassRunner(X, T, kernel, bool(show), precise=precise, hess_period=period)
     make = _SOLVER_FUNCTIONS[chosen]
     try:
         outcomes = _drive({j: make(obj, W0[:, j].copy(), float(tol), int(max_iter)) for j in range(k)}, runner)
@@ -1377,4 +1468,5 @@ def fit_logistic(
         loss=np.array([outcomes[j].loss for j in range(k)]),
         converged=converged,
         solver=chosen,
+        hessian_rows=sum(b - a for a, b in _hessian_runs(0, n, period)) if chosen == "newton" else 0,
     )
