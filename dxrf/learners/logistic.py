@@ -880,7 +880,11 @@ def _drive(solvers: dict[int, _Solver], runner: _PassRunner) -> dict[int, _Outco
 
     def advance(k: int, reply: _Reply | None) -> None:
         try:
-            pending[k] = next(solvers[k]) if reply is None else solvers[k].send(reply)
+            # the solver's (M+1)-square algebra on one BLAS thread: bit-reproducible whatever
+            # the caller's threads, and no BLAS threads left spinning on the cores that the
+            # workers of a local cluster need for the next pass
+            with blas_limit(1):
+                pending[k] = next(solvers[k]) if reply is None else solvers[k].send(reply)
         except StopIteration as stop:
             outcomes[k] = stop.value
             pending.pop(k, None)
