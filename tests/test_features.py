@@ -744,3 +744,42 @@ def test_transform_under_a_forbidding_scheduler_stays_lazy():
         Z = est.transform(X)
     assert isinstance(Z, da.Array)
     np.testing.assert_allclose(Z.compute(), est.transform(data(n=50)), atol=1e-6)
+
+
+# -- the float64 cosine of the feature blocks -------------------------------------------------
+
+
+@pytest.mark.parametrize("scale", [1e-3, 1.0, 30.0, 1e3, 1e5])
+def test_cos_inplace_float64_matches_numpy(scale):
+    from dxrf.features.blocks import _COS_SLICE, cos_inplace
+
+    rng = np.random.default_rng(int(scale * 1000) % 2**32)
+    # more than one slice, the last one partial
+    x = rng.standard_normal((3, _COS_SLICE // 2 + 7)) * scale + rng.uniform(0, 2 * np.pi, size=_COS_SLICE // 2 + 7)
+    got = cos_inplace(x.copy())
+    # absolute error of a few ulps of 1 (below what rounding x itself causes)
+    assert np.abs(got - np.cos(x)).max() <= 1e-15
+    # the points where the reduction switches quadrant, and exact multiples of pi/2
+    edges = np.concatenate([np.arange(-40, 41) * (np.pi / 2), (np.arange(-40, 41) + 0.5) * np.pi, [0.0, -0.0]])
+    assert np.abs(cos_inplace(edges.copy()) - np.cos(edges)).max() <= 1e-15
+
+
+def test_cos_inplace_fallbacks():
+    from dxrf.features.blocks import _COS_MAX_ARG, cos_inplace
+
+    rng = np.random.default_rng(5)
+    # a slice with an argument beyond the exact-reduction range goes to np.cos whole
+    big = rng.uniform(-3, 3, size=1000)
+    big[10] = 50 * _COS_MAX_ARG
+    np.testing.assert_array_equal(cos_inplace(big.copy()), np.cos(big))
+    with np.errstate(invalid="ignore"):
+        nan = cos_inplace(np.array([0.5, np.nan, np.inf]))
+    assert nan[0] == pytest.approx(np.cos(0.5), abs=1e-16) and np.isnan(nan[1:]).all()
+    # float32 and non-contiguous arrays: NumPy's own cos, in place
+    f32 = rng.standard_normal((50, 40)).astype(np.float32)
+    np.testing.assert_array_equal(cos_inplace(f32.copy()), np.cos(f32))
+    a = rng.standard_normal((50, 40))
+    view = a[:, ::2]
+    ref = np.cos(view)
+    assert cos_inplace(view) is view
+    np.testing.assert_array_equal(view, ref)

@@ -100,7 +100,7 @@ class FeatureKernel:
             out = blocks.sorf_project(X.astype(self.dtype, copy=False), self.signs, self.n_components, self.bandwidth, self.norms, out)
             if self.activation == "cos":
                 out += self.b
-                np.cos(out, out=out)
+                blocks.cos_inplace(out)
             return out
         if self.activation == "cos":
             return blocks.fourier_block(X, self.W, self.b, out, Wb=self._w_with_offset)
