@@ -90,8 +90,15 @@ def run(args: argparse.Namespace) -> dict:
     import dask.array as da
 
     import dxrf
+    from dxrf.io import default_compressor
 
-    from ._common import close_client, drop_page_cache, table, worker_memory, write_results
+    from ._common import (
+        close_client,
+        drop_page_cache,
+        table,
+        worker_memory,
+        write_results,
+    )
 
     d, chunk, m0 = args.n_features, args.chunk_rows, args.m0
     sizes = sorted({int(v) for v in args.n_rows})
@@ -121,7 +128,7 @@ def run(args: argparse.Namespace) -> dict:
     try:
         t0 = time.perf_counter()
         X = da.random.default_rng(0).standard_normal((largest, d), chunks=(chunk, d), dtype=np.float32)
-        da.to_zarr(X, zpath, overwrite=True)
+        da.to_zarr(X, zpath, overwrite=True, compressors=default_compressor())  # dxrf's codec
         results["zarr_write_s"] = time.perf_counter() - t0
         Xz = da.from_zarr(zpath)
         limits = {a: s["memory_limit"] for a, s in worker_memory(client).items()}
