@@ -7,13 +7,14 @@ a 10-cell grid, so only its accounting is checked, never its timings.
 
 from __future__ import annotations
 
-import argparse
+import functools
 import json
 import math
 
 import numpy as np
 import pytest
 from dxrf.workflows import bench_fig2_grid as bench
+from dxrf.workflows._common import bench_args
 
 import dxrf
 from dxrf.cli import _workflow_names
@@ -26,10 +27,7 @@ TINY = [
 ]
 
 
-def _args(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser()
-    bench.add_arguments(parser)
-    return parser.parse_args(argv)
+_args = functools.partial(bench_args, bench)
 
 
 def test_discovered_by_the_command_line():

@@ -9,26 +9,21 @@ that the ratios and verdicts in the results follow from the recorded times.
 
 from __future__ import annotations
 
-import argparse
+import functools
 import json
 
 import numpy as np
 import pytest
 
 from workflows import bench_logistic
+from workflows._common import bench_args
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
 CONTENDERS = {"dxrf, NumPy", "dxrf, dask", "dask-ml", "scikit-learn"}
 
 
-def _args(**overrides) -> argparse.Namespace:
-    parser = argparse.ArgumentParser()
-    bench_logistic.add_arguments(parser)
-    args = parser.parse_args([])
-    for k, v in overrides.items():
-        setattr(args, k, v)
-    return args
+_args = functools.partial(bench_args, bench_logistic)
 
 
 def _check_ratios(ratios: dict, runs: dict) -> None:

@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import pytest
 
 from workflows import bench_pass, bench_sklearn
+from workflows._common import bench_args
 
-
-def _args(module, **overrides) -> argparse.Namespace:
-    parser = argparse.ArgumentParser()
-    module.add_arguments(parser)
-    args = parser.parse_args([])
-    for k, v in overrides.items():
-        setattr(args, k, v)
-    return args
+_args = bench_args
 
 
 def test_bench_pass_measures_both_variants_against_the_bound(tmp_path):

@@ -9,7 +9,6 @@ costs.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import tempfile
@@ -19,6 +18,7 @@ import numpy as np
 import pytest
 from distributed import Client, LocalCluster
 from dxrf.workflows import bench_outofcore, bench_scaling
+from dxrf.workflows._common import bench_args
 
 import dxrf
 from dxrf.cli import build_parser
@@ -26,10 +26,7 @@ from dxrf.cli import build_parser
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
 
-def _args(module, argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser()
-    module.add_arguments(parser)
-    return parser.parse_args(argv)
+_args = bench_args
 
 
 def test_cli_discovers_both_benchmarks():

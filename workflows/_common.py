@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
 import time
@@ -238,3 +239,18 @@ def close_client(cluster: Any, client: Any) -> None:
     client.close()
     if cluster is not None:
         cluster.close()
+
+
+def bench_args(module: Any, argv: Sequence[str] = (), **overrides: Any) -> argparse.Namespace:
+    """The arguments ``dxrf bench NAME argv...`` gives ``module.run``, with ``overrides`` set.
+
+    For running a benchmark from Python (tests, notebooks) exactly as the command would.
+    """
+    parser = argparse.ArgumentParser()
+    module.add_arguments(parser)
+    args = parser.parse_args(list(argv))
+    for name, value in overrides.items():
+        if not hasattr(args, name):
+            raise AttributeError(f"{module.__name__} has no argument {name!r}")
+        setattr(args, name, value)
+    return args
