@@ -47,6 +47,7 @@ only count as met when every contender's timed objective is within ``--rtol``.
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
 import time
 import warnings
@@ -257,17 +258,43 @@ def _convergence_warned(caught: list) -> bool:
     return any(issubclass(w.category, ConvergenceWarning) for w in caught)
 
 
-def _rounds(fns: dict[str, Callable[[], Any]], repeats: int) -> dict[str, tuple[float, list[float], Any]]:
-    """Run every function once per round, ``repeats`` rounds; (median s, times, last result) each."""
+def _rounds(
+    fns: dict[str, Callable[[], Any]], repeats: int, before: Callable[[], Any] | None = None
+) -> dict[str, tuple[float, list[float], Any]]:
+    """Run every function once per round, ``repeats`` rounds; (median s, times, last result) each.
+
+    ``before`` runs before every call, outside the timing.
+    """
     times: dict[str, list[float]] = {name: [] for name in fns}
     last: dict[str, Any] = {}
     for r in range(repeats):
         for name, fn in fns.items():
+            if before is not None:
+                before()
             t0 = time.perf_counter()
             last[name] = fn()
             times[name].append(time.perf_counter() - t0)
             print(f"  round {r}: {name:22s} {times[name][-1]:8.2f} s", flush=True)
     return {name: (statistics.median(ts), ts, last[name]) for name, ts in times.items()}
+
+
+def _scattered_keys(dask_scheduler: Any) -> int:
+    return sum(1 for key in dask_scheduler.tasks if isinstance(key, str) and key.startswith("ndarray-"))
+
+
+def _settle(client: Any, timeout: float = 5.0) -> None:
+    """Wait until the scheduler has dropped dask-glm's scattered iterates from earlier fits.
+
+    dask-glm scatters every L-BFGS iterate with a content-hashed key (``ndarray-<token>``)
+    and every fit starts from zeros, so a fit can reuse the key of an earlier fit's scatter
+    whose release is still in flight; the scheduler then forgets data the new fit needs
+    ("lost dependencies"). Dropping the old futures (garbage collection) and waiting for
+    the scheduler to forget them removes the race. Untimed; a no-op when nothing is left.
+    """
+    gc.collect()
+    deadline = time.monotonic() + timeout
+    while client.run_on_scheduler(_scattered_keys) and time.monotonic() < deadline:
+        time.sleep(0.01)
 
 
 # -- the time-to-target protocol -----------------------------------------------------------------
@@ -442,9 +469,13 @@ def run(args: argparse.Namespace) -> dict:
             _fit_sklearn(Z[:small], y[:small], alpha, 1e-3, 5)
             _fit_dask_ml(Zd[:small], y01d[:small], small, alpha, 1e-3, 2, native)
 
+        def settle() -> None:
+            _settle(client)
+
+
         if protocol != "target":
             print(f"same tolerance (tol={tol:g}):", flush=True)
-            same_runs = summarise(_rounds(at(dict.fromkeys(CONTENDERS, tol)), args.repeats))
+            same_runs = summarise(_rounds(at(dict.fromkeys(CONTENDERS, tol)), args.repeats, settle))
 
         if protocol != "same-tol":
             if same_runs:  # solved tightly already: their best is the optimum
@@ -458,6 +489,7 @@ def run(args: argparse.Namespace) -> dict:
             for name in CONTENDERS:
 
                 def fit_once(tl: float, name: str = name) -> tuple[float, dict]:
+                    settle()
                     info = evaluate(name, fitters[name](tl))
                     return info.pop("objective"), info
 
@@ -466,7 +498,7 @@ def run(args: argparse.Namespace) -> dict:
                 print(f"  {name:22s} {steps}; tol {c['tol']:g}{'' if c['reached'] else ' (NOT reached)'}", flush=True)
             print("time to target:", flush=True)
             tols = {name: c["tol"] for name, c in calibration.items()}
-            target_runs = summarise(_rounds(at(tols), args.repeats))
+            target_runs = summarise(_rounds(at(tols), args.repeats, settle))
             target = {"reference_objective": reference, "reference_source": source, "calibration": calibration,
                       "runs": target_runs}
     finally:
