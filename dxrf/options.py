@@ -22,8 +22,12 @@ class Options:
     ----------
     tile_bytes : int
         Size of the feature buffer one task fills at a time. A row chunk is cut
-        into tiles of ``tile_bytes // (M * itemsize)`` rows so that a task's
-        memory stays bounded whatever the chunk size.
+        into tiles of ``tile_bytes // (M * itemsize)`` rows (at most
+        ``max_tile_rows``) so that a task's memory stays bounded whatever the
+        chunk size. Each tile's Gram costs one compensated add of ``M^2 / 2``
+        sums, so tiles of fewer rows spend more of the pass on adds: at
+        ``M = 4000`` the default keeps 10 000 rows (4.5% of a 5 000-row tile
+        went to the add).
     min_tile_rows : int
         Lower bound on rows per tile, so that the rank-k update stays BLAS-3
         efficient even for very wide feature maps.
@@ -42,7 +46,7 @@ class Options:
         attached to a terminal.
     """
 
-    tile_bytes: int = 80 * 2**20
+    tile_bytes: int = 160 * 2**20
     min_tile_rows: int = 256
     max_tile_rows: int = 10_000
     blas_threads: int | None = 1
