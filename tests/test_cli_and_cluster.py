@@ -134,6 +134,18 @@ def test_embedded_cluster_uses_memory_limited_worker_processes(monkeypatch):
         # a real process, not a thread of this one
         pids = client.run(os.getpid)
         assert os.getpid() not in pids.values()
+        # no statistical profiler sampling the workers' threads, unless asked for
+        assert client.run(_worker_profiles) == {w: False for w in info}
+
+
+def _worker_profiles(dask_worker) -> bool:
+    return "profile" in dask_worker.periodic_callbacks
+
+
+def test_embedded_cluster_profiler_can_be_turned_on(monkeypatch):
+    monkeypatch.delenv("DASK_SCHEDULER_ADDRESS", raising=False)
+    with get_client(n_workers=1, worker_profile=True) as client:
+        assert set(client.run(_worker_profiles).values()) == {True}
 
 
 def test_small_numpy_use_needs_no_cluster():
