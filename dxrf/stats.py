@@ -10,6 +10,7 @@ errors) is small dense algebra on the M x M result.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import numbers
 import os
 from collections.abc import Sequence
@@ -197,6 +198,28 @@ def hashed_split(start: int, stop: int, fraction: float, seed: int = 0) -> np.nd
 _SUM_ROWS = 64
 
 
+@functools.lru_cache(maxsize=32)
+def _gram_bands(m: int) -> tuple[tuple[int, int, int], ...]:
+    """``(r0, r1, offset)`` of each band of :class:`_Sums`' packed Gram.
+
+    Band ``[r0, r1)`` holds rows ``r0:r1``, columns ``r0:m`` of the Gram (the
+    upper triangle plus the lower half of its diagonal block), stored
+    row-major from ``offset`` of one flat array: about ``m (m + _SUM_ROWS) / 2``
+    numbers instead of ``m^2``.
+    """
+    out, off = [], 0
+    for r0 in range(0, m, _SUM_ROWS):
+        r1 = min(r0 + _SUM_ROWS, m)
+        out.append((r0, r1, off))
+        off += (r1 - r0) * (m - r0)
+    return tuple(out)
+
+
+def _packed_size(m: int) -> int:
+    r0, r1, off = _gram_bands(m)[-1] if m else (0, 0, 0)
+    return off + (r1 - r0) * (m - r0)
+
+
 class _Sums:
     """Compensated (double-double) running sums of the statistics of one group of rows.
 
@@ -206,6 +229,10 @@ class _Sums:
     once, so it does not depend on the order in which tiles and partial sums
     are added: the statistics are bitwise identical across chunkings and
     worker counts (tiles themselves follow a global grid of row indices).
+
+    The Gram's sums keep only its upper triangle, in row bands packed into one
+    flat array (:func:`_gram_bands`): the running sums and every partial a pass
+    ships or holds take about ``8 M^2`` bytes instead of ``16 M^2``.
     """
 
     def __init__(self, m: int, k: int | None, xp: ModuleType = np) -> None:
@@ -213,7 +240,7 @@ class _Sums:
         self.m = m
         self.k = k
         self.xp = xp
-        self.hi = {"gram": xp.zeros((m, m)), "sum": xp.zeros(m)}
+        self.hi = {"gram": xp.zeros(_packed_size(m)), "sum": xp.zeros(m)}
         if k is not None:
             self.hi.update(cross=xp.zeros((m, k)), ysum=xp.zeros(k), yy=xp.zeros((k, k)))
         self.lo = {key: xp.zeros_like(v) for key, v in self.hi.items()}
@@ -246,40 +273,46 @@ class _Sums:
         buf = thread_buffer("sums", (max(size, 4 * _SUM_ROWS * self.m),), np.dtype(np.float64))
         return buf[:size].reshape((4,) + shape)
 
-    def _bands(self):
-        for r0 in range(0, self.m, _SUM_ROWS):
-            yield r0, min(r0 + _SUM_ROWS, self.m)
+    def _band(self, flat: np.ndarray, r0: int, r1: int, off: int) -> np.ndarray:
+        return flat[off : off + (r1 - r0) * (self.m - r0)].reshape(r1 - r0, self.m - r0)
 
     def add(self, key: str, x: np.ndarray) -> None:
         hi, lo = self.hi[key], self.lo[key]
         if key == "gram":
             # upper triangle only, a band of rows at a time
-            for r0, r1 in self._bands():
-                band = (slice(r0, r1), slice(r0, None))
-                _compensated_add(hi[band], lo[band], x[band], self._scratch((r1 - r0, self.m - r0)))
+            for r0, r1, off in _gram_bands(self.m):
+                hb, lb = self._band(hi, r0, r1, off), self._band(lo, r0, r1, off)
+                _compensated_add(hb, lb, x[r0:r1, r0:], self._scratch(hb.shape))
         else:
             _compensated_add(hi, lo, x, self._scratch(hi.shape))
 
     def merge(self, other: _Sums) -> _Sums:
         self.n += other.n
+        step = _SUM_ROWS * max(self.m, 1)  # elementwise: any cache-sized pieces will do
         for key in self.hi:
-            bands = [(slice(r0, r1), slice(r0, None)) for r0, r1 in self._bands()] if key == "gram" else [...]
-            for band in bands:
-                hi, lo = self.hi[key][band], self.lo[key][band]
-                _compensated_add(hi, lo, other.hi[key][band], self._scratch(hi.shape))
-                lo += other.lo[key][band]
+            hi, lo = self.hi[key].reshape(-1), self.lo[key].reshape(-1)
+            ohi, olo = other.hi[key].reshape(-1), other.lo[key].reshape(-1)
+            for a in range(0, hi.size, step):
+                b = min(a + step, hi.size)
+                _compensated_add(hi[a:b], lo[a:b], ohi[a:b], self._scratch((b - a,)))
+                lo[a:b] += olo[a:b]
         return self
 
     def finish(self, scale: np.ndarray) -> FeatureStats:
-        total = {key: self.hi[key] + self.lo[key] for key in self.hi}
-        gram = total["gram"]
+        total = {key: self.hi[key] + self.lo[key] for key in self.hi if key != "gram"}
+        m = self.m
+        gram = np.empty((m, m))
+        bands = _gram_bands(m)
+        for r0, r1, off in bands:
+            np.add(self._band(self.hi["gram"], r0, r1, off), self._band(self.lo["gram"], r0, r1, off),
+                   out=gram[r0:r1, r0:])
         # mirror the upper triangle and scale, a band at a time: no M x M temporaries
         # (their first touch made this 3x slower, ~0.2 s at M = 4000)
-        for r0, r1 in self._bands():
+        for r0, r1, _ in bands:
             diag = gram[r0:r1, r0:r1]
             diag[...] = np.triu(diag) + np.triu(diag, 1).T
             gram[r1:, r0:r1] = gram[r0:r1, r1:].T
-        for r0, r1 in self._bands():
+        for r0, r1, _ in bands:
             gram[r0:r1] *= np.multiply.outer(scale[r0:r1], scale)
         stats = FeatureStats(gram, total["sum"] * scale, self.n)
         if self.k is not None:
@@ -608,7 +641,7 @@ def _merge(*parts):
 
     The first partial is updated in place: each partial has exactly one
     consumer (this merge) and fresh keys, and copying it would double the
-    memory of the largest objects in the pass (16 M^2 bytes per group).
+    memory of the largest objects in the pass (about 8 M^2 bytes per group).
     """
     total = parts[0]
     for p in parts[1:]:
@@ -619,13 +652,13 @@ def _merge(*parts):
 
 # A merge task holds its fan-in of partials at once, and partials wait in worker
 # memory until their whole group is done; keep a group under this many bytes.
-# Measured at M0 = 1000 (16 MiB partials), 4 * 10^6 rows: peak worker RSS 565 MiB with
+# Measured at M0 = 1000 (16 MiB partials, before the Gram's sums were packed), 4 * 10^6 rows: peak worker RSS 565 MiB with
 # fan-in 8 against 464 MiB with fan-in 2 (474 / 444 at 10^6 rows), same time.
 _MERGE_BYTES = 32 * 2**20
 
 
 def _fan_in(m: int, groups: int, limit: int) -> int:
-    partial = groups * 2 * 8 * m * m  # hi and lo float64 Grams per group
+    partial = groups * 2 * 8 * _packed_size(m)  # hi and lo float64 packed Grams per group
     return int(max(2, min(limit, _MERGE_BYTES // max(partial, 1))))
 
 
@@ -764,7 +797,8 @@ def accumulate(
     split_every : int, optional
         Fan-in of the tree reduction. By default the largest fan-in up to
         ``get_options().split_every`` whose partials fit in 32 MiB (a partial
-        holds ``16 M^2`` bytes per group of rows: compensated float64 sums).
+        holds about ``8 M^2`` bytes per group of rows: compensated float64
+        sums of the Gram's upper triangle).
     lanes : int, optional
         Number of chains of chunks, each with one running sum; chunk ``i``
         goes to lane ``i mod lanes``. By default, chunks of an array persisted

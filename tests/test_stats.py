@@ -208,6 +208,47 @@ def test_block_stats_is_a_pure_numpy_function(data):
     assert_stats_close(valid, dense_stats(Z[mask], y[mask]), 1e-12)
 
 
+@pytest.mark.parametrize("name", ["fourier-iid", "fourier-structured", "maxout"])
+def test_feature_slabs_do_not_change_the_statistics(data, name, monkeypatch):
+    """Tiles are computed in cache-sized slabs of rows; their size must not matter."""
+    import dxrf.stats as stats_module
+
+    X, y = data
+    fmap = MAPS[name]("float64").fit(X)
+    ref = dense_stats(fmap.transform(X), y)
+    results = []
+    for slab_bytes in (1, 150 * 8 * 37, 2**30):  # 16-row slabs, 37 rows (cuts the tiles unevenly), one slab
+        monkeypatch.setattr(stats_module, "_SLAB_BYTES", slab_bytes)
+        results.append(block_stats(X, y, fmap.kernel_, tile_rows=1000))
+        assert_stats_close(results[-1], ref, 1e-12)
+    for other in results[1:]:
+        np.testing.assert_allclose(other.sum, results[0].sum, rtol=1e-13, atol=1e-10)
+        np.testing.assert_allclose(other.gram, results[0].gram, rtol=1e-13, atol=1e-10)
+
+
+def test_packed_compensated_sums_match_dense_and_merge_exactly():
+    """The Gram's sums keep its upper triangle in packed row bands; merges are exact."""
+    from dxrf.stats import _packed_size, _Sums
+
+    m = 150  # three bands of 64, 64 and 22 rows
+    rng = np.random.default_rng(3)
+    tiles = []
+    for _ in range(5):
+        Z = rng.normal(size=(40, m)).astype(np.float32)
+        tiles.append(Z.T @ Z)
+    one, left, right = _Sums(m, None), _Sums(m, None), _Sums(m, None)
+    for i, g in enumerate(tiles):
+        one.add("gram", g)
+        (left if i < 2 else right).add("gram", g)
+    assert one.hi["gram"].size == _packed_size(m) < m * m * 0.75
+    scale = rng.uniform(0.5, 2.0, size=m)
+    dense = sum(g.astype(np.float64) for g in tiles) * np.outer(scale, scale)
+    merged = left.merge(right).finish(scale).gram
+    np.testing.assert_allclose(one.finish(scale).gram, dense, rtol=1e-12)
+    np.testing.assert_array_equal(merged, one.finish(scale).gram)
+    np.testing.assert_array_equal(merged, merged.T)
+
+
 # -- on real clusters, from zarr on disk ---------------------------------------------------
 
 
