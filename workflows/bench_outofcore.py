@@ -36,7 +36,7 @@ spilling, beyond ``pause`` 0.8 (819 MiB) the worker starts no task, and beyond
 numpy, scipy, zarr and dxrf loaded holds about 320 MiB at rest, so the pass
 has about 500 MiB before pausing: the chunk being read (17 MiB at 50 000
 rows), a tile buffer (10 000 rows of features: 40 MiB at M0 = 1000), running sums of
-``16·M0²`` bytes (16 MiB at M0 = 1000) and merges of up to 8 of them, plus any
+about ``8·M0²`` bytes (8 MiB at M0 = 1000) and merges of up to 8 of them, plus any
 chunks already read and waiting for their task. Root-task queuing
 (``worker-saturation``) limits how many reads run at once, not how many
 finished reads wait in memory, so that last term is what this benchmark
