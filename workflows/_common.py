@@ -220,21 +220,30 @@ def memory_incidents(
 def bench_client(args: Any, workers: int, **cluster_options: Any) -> tuple[Any, Any]:
     """``(cluster, client)`` for a benchmark: the scheduler of ``--scheduler`` (or
     ``$DASK_SCHEDULER_ADDRESS``) with ``cluster=None``, else a new LocalCluster of
-    ``workers`` single-threaded processes, configured as :func:`dxrf.get_client`
-    configures its embedded cluster. Release both with :func:`close_client`.
+    ``workers`` single-threaded processes (:func:`local_cluster`). Release both
+    with :func:`close_client`.
     """
-    import dask
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
-    from dxrf.cluster import local_worker_config, scheduler_address
+    from dxrf.cluster import scheduler_address
 
     address = scheduler_address(getattr(args, "scheduler", None))
     if address:
         return None, Client(address)
-    options = {"dashboard_address": None, **cluster_options}
-    with dask.config.set(local_worker_config()):
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, **options)
+    cluster = local_cluster(workers, **{"dashboard_address": None, **cluster_options})
     return cluster, Client(cluster)
+
+
+def local_cluster(workers: int, **options: Any) -> Any:
+    """A LocalCluster of ``workers`` single-threaded processes, configured as
+    :func:`dxrf.get_client` configures its embedded cluster (no worker profiler)."""
+    import dask
+    from distributed import LocalCluster
+
+    from dxrf.cluster import local_worker_config
+
+    with dask.config.set(local_worker_config()):
+        return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, **options)
 
 
 def close_client(cluster: Any, client: Any) -> None:

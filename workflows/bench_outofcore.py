@@ -99,15 +99,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _local_cluster(workers: int, memory_limit: int | str) -> Any:
-    import dask
-    from distributed import LocalCluster
+    from ._common import local_cluster
 
-    from dxrf.cluster import local_worker_config
-
-    with dask.config.set(local_worker_config()):
-        return LocalCluster(
-            n_workers=workers, threads_per_worker=1, processes=True, memory_limit=memory_limit, dashboard_address=":0"
-        )
+    return local_cluster(workers, memory_limit=memory_limit, dashboard_address=":0")
 
 
 def _timed_pass(data: Any, fmap: Any, repeats: int, setup: Callable[[], Any] | None) -> tuple:

@@ -6,8 +6,8 @@ time ``syrk`` takes for the same flops on the workers themselves: every worker
 runs NumPy's syrk (``Z.T @ Z``, one BLAS thread, as the pass does) on a 20 000-row
 block at the same time for a few seconds, and their median rates are summed. It is
 measured in the same run, before and after the passes of each configuration, and
-the faster of the two is kept (the VM's speed drifts over minutes). (Until session 3 the bound was one multi-threaded SciPy
-``syrk`` call in the client process; at M0 = 500 OpenBLAS reached only half the
+the faster of the two is kept (the VM's speed drifts over minutes). (Until
+session 3 the bound was one multi-threaded SciPy ``syrk`` call in the client process; at M0 = 500 OpenBLAS reached only half the
 machine's rate that way, which flattered the pass. Its rate is still recorded in
 the JSON as ``syrk_gflops_one_call``.)
 """
@@ -152,10 +152,13 @@ def run(args: argparse.Namespace) -> dict:
             results["zarr_write_s"] = time.perf_counter() - t0
         for dtype in args.dtype:
             for m0 in args.m0:
-                if args.gpu:
-                    rates = [_gpu_gram_rate(m0, dtype, rows=200_000, repeats=args.repeats + 2)]
-                else:
-                    rates = [_workers_syrk_rate(client, m0, dtype)]
+                def gram_rate() -> float:
+                    if args.gpu:
+                        return _gpu_gram_rate(m0, dtype, rows=200_000, repeats=args.repeats + 2)
+                    return _workers_syrk_rate(client, m0, dtype)
+
+                rates = [gram_rate()]
+                if not args.gpu:
                     results.setdefault("syrk_gflops_one_call", {})[f"{dtype}-{m0}"] = (
                         _syrk_rate(m0, dtype, rows=20_000, repeats=args.repeats + 2) / 1e9
                     )
@@ -181,8 +184,7 @@ def run(args: argparse.Namespace) -> dict:
                     print(f"  {label:16s} {dtype} M0={m0}: {t:.2f} s", flush=True)
                 # The VM's speed drifts over minutes: the bound is measured before and after
                 # the passes and the faster rate is kept, so a slow spell cannot flatter them.
-                rates.append(_gpu_gram_rate(m0, dtype, rows=200_000, repeats=args.repeats + 2) if args.gpu
-                             else _workers_syrk_rate(client, m0, dtype))
+                rates.append(gram_rate())
                 rate = max(rates)
                 bound = n * m0 * m0 / rate
                 for label, t, times in timed:
