@@ -776,7 +776,8 @@ class _TableSchema:
             return None
         s = df[self.target]
         if self.task == "regression":
-            return s.to_numpy(dtype=np.float64, na_value=np.nan).astype(np.float32)
+            with np.errstate(over="ignore"):  # float32 overflow gives inf, reported by the writer
+                return s.to_numpy(dtype=np.float64, na_value=np.nan).astype(np.float32)
         vals = s if not isinstance(self.classes[0], str) else _as_str(s)
         codes = self._class_index.get_indexer(vals)
         missing = vals.isna().to_numpy()

@@ -347,7 +347,11 @@ def _compensated_add(hi: np.ndarray, lo: np.ndarray, x: np.ndarray, scratch: np.
 
 # Bytes of features computed at a time inside a tile (a slab of rows that
 # stays in a core's L2 cache while it is projected, activated and summed).
+# A slab's column sums accumulate in the tile's dtype: at most this many rows,
+# no more than BLAS's own float32 accumulation in the syrk, which adds panels of
+# a few hundred rows into its float32 result.
 _SLAB_BYTES = 2**20
+_SLAB_MAX_ROWS = 1024
 
 
 def _tile_grid(start: int, stop: int, tile_rows: int) -> list[tuple[int, int]]:
@@ -392,13 +396,14 @@ class _TileWorker:
 
         Each slab's projection, activation and column sum run while it is in
         the core's L2 cache, so the tile crosses memory once on its way to the
-        syrk. Returns the column sums in float64: each slab is summed by BLAS
-        in the tile's dtype (as accurate as the syrk's own accumulation), the
-        slabs' sums in float64. Together 1-2% of a tile at M = 2000, against
-        4% for separate sweeps (the float64 reduction alone was 12 ms of 455).
+        syrk. Returns the column sums in float64: each slab (at most
+        ``_SLAB_MAX_ROWS`` rows) is summed by BLAS in the tile's dtype, no less
+        accurate than the syrk's own accumulation, and the slabs' sums in
+        float64. Together 1-2% of a tile at M = 2000, against 4% for separate
+        sweeps (the float64 reduction alone was 12 ms of 455).
         """
         n, m = Z.shape
-        rows = max(16, _SLAB_BYTES // (m * Z.dtype.itemsize))
+        rows = min(_SLAB_MAX_ROWS, max(16, _SLAB_BYTES // (m * Z.dtype.itemsize)))
         slabs = -(-n // rows)
         ones = thread_buffer("slab-ones", (rows,), Z.dtype)
         ones[...] = 1

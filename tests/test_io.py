@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import os
 import tracemalloc
+import warnings
 from pathlib import Path
 
 import dask.array as da
@@ -444,6 +445,13 @@ def test_nan_policy_error_names_column_and_row(tmp_path):
     with pytest.raises(ValueError, match=r"target column 't' .* row 1"):
         ingest(tmp_path / "m.csv", tmp_path / "m.zarr", target="t")
     assert ingest(tmp_path / "m.csv", tmp_path / "m.zarr", target="t", nan_policy="drop").n_dropped == 1
+    # a regression target beyond float32's range is non-finite once stored: the policy, no warning
+    (tmp_path / "o.csv").write_text("a,t\n1,2.5\n2,1e300\n3,0.5\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match=r"target .*'t'"):
+            ingest(tmp_path / "o.csv", tmp_path / "o.zarr", target="t")
+        assert ingest(tmp_path / "o.csv", tmp_path / "o.zarr", target="t", nan_policy="drop").n_dropped == 1
 
 
 def test_nan_policy_for_arrays_and_float32_overflow(tmp_path):
