@@ -8,6 +8,8 @@ import warnings
 import dask.array as da
 import numpy as np
 
+from ._device import array_module, to_host
+
 __all__ = [
     "is_dask",
     "make_rng",
@@ -29,13 +31,16 @@ def check_finite_rows(A: np.ndarray, name: str, row_offset: int = 0) -> None:
     block and no temporary: a NaN or infinity makes the sum non-finite. Only a
     non-finite sum (or one that overflowed from finite values) pays for the
     element-wise test that finds the row. ``row_offset`` is the block's first
-    row in the whole array.
+    row in the whole array. ``A`` may be a CuPy array: the checks then run on
+    the device and only the answer comes back.
     """
-    if A.dtype.kind not in "fc" or A.size == 0 or np.isfinite(np.sum(A)):
+    xp = array_module(A)
+    if A.dtype.kind not in "fc" or A.size == 0 or bool(xp.isfinite(A.sum())):
         return
-    bad = ~np.isfinite(A.reshape(A.shape[0], -1)).all(axis=1)
-    if bad.any():
-        raise ValueError(f"{name} contains NaN or infinity (first at row {int(np.flatnonzero(bad)[0]) + row_offset})")
+    bad = ~xp.isfinite(A.reshape(A.shape[0], -1)).all(axis=1)
+    if bool(bad.any()):
+        first = int(to_host(xp.flatnonzero(bad))[0]) + row_offset
+        raise ValueError(f"{name} contains NaN or infinity (first at row {first})")
 
 
 def make_rng(random_state: object) -> np.random.Generator:

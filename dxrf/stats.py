@@ -446,45 +446,22 @@ class _TileWorker:
 
 
 def _check_block(X: np.ndarray, y: np.ndarray | None, kernel: FeatureKernel, row_offset: int):
+    """Validate one block of rows (NumPy, or CuPy: the checks then run on the device)."""
     xp = array_module(X)
-    if xp is not np:
-        return _check_device_block(X, y, kernel, row_offset, xp)
-    X = np.asarray(X)
+    if xp is np:
+        X = np.asarray(X)
     if X.dtype.kind not in "biuf":
         raise TypeError(f"X must hold numbers (bool, integer or float), got dtype {X.dtype}")
     if X.ndim != 2 or X.shape[1] != kernel.n_features_in:
         raise ValueError(f"X block has shape {X.shape}; the feature map expects {kernel.n_features_in} columns")
     check_finite_rows(X, "X", row_offset)
-    Y = None
-    if y is not None:
-        Y = np.asarray(y)
-        if Y.dtype.kind not in "biuf":
-            raise TypeError(f"y must hold numbers (bool, integer or float), got dtype {Y.dtype}")
-        Y = Y.astype(np.float64, copy=False).reshape(X.shape[0], -1)
-        check_finite_rows(Y, "y", row_offset)
-    return X, Y
-
-
-def _check_device_block(X, y, kernel: FeatureKernel, row_offset: int, xp: ModuleType):
-    """:func:`_check_block` for device (CuPy) blocks: the checks run on the device."""
-    if X.dtype.kind not in "biuf":
-        raise TypeError(f"X must hold numbers (bool, integer or float), got dtype {X.dtype}")
-    if X.ndim != 2 or X.shape[1] != kernel.n_features_in:
-        raise ValueError(f"X block has shape {X.shape}; the feature map expects {kernel.n_features_in} columns")
-    finite = xp.isfinite(X).all(axis=1)
-    if not bool(finite.all()):
-        bad = int(to_host(xp.flatnonzero(~finite))[0]) + row_offset
-        raise ValueError(f"X contains NaN or infinity (first at row {bad})")
     if y is None:
         return X, None
     Y = xp.asarray(y)
     if Y.dtype.kind not in "biuf":
         raise TypeError(f"y must hold numbers (bool, integer or float), got dtype {Y.dtype}")
     Y = Y.astype(np.float64, copy=False).reshape(X.shape[0], -1)
-    finite = xp.isfinite(Y).all(axis=1)
-    if not bool(finite.all()):
-        bad = int(to_host(xp.flatnonzero(~finite))[0]) + row_offset
-        raise ValueError(f"y contains NaN or infinity (first at row {bad})")
+    check_finite_rows(Y, "y", row_offset)
     return X, Y
 
 

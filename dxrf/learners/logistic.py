@@ -1331,18 +1331,15 @@ def _hessian_period(hessian_rows: object, n: int, m: int, d: int) -> int:
     """The period ``p`` of the Hessian row sample (1: every row) for ``hessian_rows``."""
     if hessian_rows is None:
         return 1
-    if isinstance(hessian_rows, str):
-        if hessian_rows != "auto":
-            raise ValueError(f'hessian_rows must be "auto", a positive integer or None, got {hessian_rows!r}')
-        if m + 1 < 2 * (d + 1):
-            # a row's Hessian term ((M+1)^2 flops) is then cheaper than its features
-            # (2 (d+1) M): sampling would save little and cost passes
-            return 1
-        wanted = HESSIAN_ROWS_PER_PARAMETER * (m + 1)
-    elif isinstance(hessian_rows, numbers.Integral) and not isinstance(hessian_rows, bool) and hessian_rows > 0:
-        wanted = int(hessian_rows)
-    else:
+    auto = isinstance(hessian_rows, str) and hessian_rows == "auto"
+    count = isinstance(hessian_rows, numbers.Integral) and not isinstance(hessian_rows, bool) and hessian_rows > 0
+    if not (auto or count):
         raise ValueError(f'hessian_rows must be "auto", a positive integer or None, got {hessian_rows!r}')
+    if auto and m + 1 < 2 * (d + 1):
+        # a row's Hessian term ((M+1)^2 flops) is then cheaper than its features
+        # (2 (d+1) M): sampling would save little and cost passes
+        return 1
+    wanted = HESSIAN_ROWS_PER_PARAMETER * (m + 1) if auto else int(hessian_rows)
     # whole blocks are sampled: below two blocks per period the sample is not a saving
     period = n // wanted
     return period if period >= 2 and n >= 2 * _HESS_BLOCK * period else 1
