@@ -1,0 +1,229 @@
+"""Ingest of array sources: ``.npy``, ``.npz`` and LibSVM files.
+
+One pipeline for the three formats: each yields feature blocks, target
+blocks and source row numbers; the task and classes are resolved from the
+target before the blocks are written.
+"""
+
+from __future__ import annotations
+
+import numbers
+import zipfile
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .checks import _check_numeric_dtype, _feature_names, _select_columns
+from .labels import _class_codes, _resolve_task, _unique_labels
+from .readers.libsvm import _libsvm_blocks
+from .readers.npy import _NpzMember, _read_row_blocks
+from .writer import _ZarrWriter
+
+
+def _ingest_arrays(
+    fmt: str,
+    path: Path,
+    tmp: Path,
+    *,
+    target: str | int | None,
+    task: str,
+    names: Sequence[str] | None,
+    drop_columns: list[str],
+    x_key: str,
+    y_key: str | None,
+    zero_based: bool,
+    n_features: int | None,
+    n_rows: int | None,
+    chunk_rows: int,
+    nan_policy: str,
+    max_levels: int,
+    target_map: Any,
+    progress: bool | Callable[[str, int], Any],
+    attrs: dict[str, Any],
+) -> dict[str, Any]:
+    # Each branch defines: columns (all feature names), keep (indices kept),
+    # tname, and blocks() -> iterator of (X block, y block or None, row numbers).
+    if fmt == "npy":
+        try:
+            arr = np.load(path, mmap_mode="r", allow_pickle=False)
+        except ValueError as exc:
+            if "object" not in str(exc):
+                raise
+            raise TypeError(
+                f"the array in {str(path)!r} holds Python objects (dtype object); only numeric arrays can be ingested"
+            ) from None
+        if arr.ndim != 2:
+            raise ValueError(f"{str(path)!r} holds a {arr.ndim}-d array; ingest needs a 2-d array")
+        _check_numeric_dtype(arr.dtype, f"the array in {str(path)!r}")
+        all_names = _feature_names(names, arr.shape[1], "the array")
+        t_idx = None
+        if target is not None:
+            if isinstance(target, str):
+                if target not in all_names:
+                    raise ValueError(f"target {target!r} is not a column name; names: {all_names}")
+                t_idx = all_names.index(target)
+            elif isinstance(target, numbers.Integral) and not isinstance(target, bool):
+                if not -arr.shape[1] <= target < arr.shape[1]:
+                    raise ValueError(f"target index {target} out of range for {arr.shape[1]} columns")
+                t_idx = int(target) % arr.shape[1]
+            else:
+                raise TypeError(f"target must be a column index or name, got {target!r}")
+        feat_idx = [j for j in range(arr.shape[1]) if j != t_idx]
+        feat_names = [all_names[j] for j in feat_idx]
+        keep = [feat_idx[j] for j in _select_columns(feat_names, drop_columns)]
+        columns = [all_names[j] for j in keep]
+        tname = None if t_idx is None else all_names[t_idx]
+        n = arr.shape[0] if n_rows is None else min(n_rows, arr.shape[0])
+        n_cols, dtype = arr.shape[1], arr.dtype
+        all_cols = list(range(n_cols))
+        y_dtype = None if t_idx is None else arr.dtype
+
+        # The memory map gave the layout; the rows are read with plain file
+        # reads, because pages touched through a map stay resident (and count
+        # in the process's RSS) until the map is closed.
+        c_order = arr.flags.c_contiguous
+        offset = int(arr.offset)
+        del arr
+
+        def npy_blocks() -> Iterator[np.ndarray]:
+            if not c_order:  # Fortran order: rows are strided, slice the map
+                fmap = np.load(path, mmap_mode="r", allow_pickle=False)
+                for i in range(0, n, chunk_rows):
+                    yield np.asarray(fmap[i : min(i + chunk_rows, n)])
+                return
+            with open(path, "rb") as f:
+                f.seek(offset)
+                yield from _read_row_blocks(f, dtype, (n_cols,), chunk_rows, n, repr(str(path)))
+
+        def raw_blocks() -> Iterator[tuple[np.ndarray, np.ndarray | None, np.ndarray]]:
+            i = 0
+            for b in npy_blocks():
+                yb = None if t_idx is None else b[:, t_idx]
+                yield (b if keep == all_cols else b[:, keep]), yb, np.arange(i, i + len(b))
+                i += len(b)
+
+        def y_blocks() -> Iterator[np.ndarray]:
+            for b in npy_blocks():
+                yield b[:, t_idx]
+
+    elif fmt == "npz":
+        if target is not None:
+            raise ValueError("target= is not used for .npz files; name the target array with y_key=")
+        xm = _NpzMember(path, x_key)
+        if len(xm.shape) != 2:
+            raise ValueError(f"array {x_key!r} in {str(path)!r} has shape {xm.shape}; ingest needs a 2-d array")
+        _check_numeric_dtype(xm.dtype, f"array {x_key!r}")
+        with zipfile.ZipFile(path) as zf:
+            has_y = "y.npy" in zf.namelist()
+        ykey = y_key if y_key is not None else ("y" if has_y else None)
+        ym = None if ykey is None else _NpzMember(path, ykey)
+        if ym is not None:
+            if len(ym.shape) not in (1, 2) or (len(ym.shape) == 2 and ym.shape[1] != 1):
+                raise ValueError(f"array {ykey!r} must have shape (N,) or (N, 1), got {ym.shape}")
+            if ym.shape[0] != xm.shape[0]:
+                raise ValueError(f"{x_key!r} has {xm.shape[0]} rows but {ykey!r} has {ym.shape[0]}")
+            _check_numeric_dtype(ym.dtype, f"array {ykey!r}")
+        all_names = _feature_names(names, xm.shape[1], f"array {x_key!r}")
+        keep = _select_columns(all_names, drop_columns)
+        columns = [all_names[j] for j in keep]
+        tname = ykey
+        n = xm.shape[0] if n_rows is None else min(n_rows, xm.shape[0])
+        y_dtype = None if ym is None else ym.dtype
+
+        def raw_blocks() -> Iterator[tuple[np.ndarray, np.ndarray | None, np.ndarray]]:
+            ys = ym.blocks(chunk_rows, n) if ym is not None else None
+            i = 0
+            for b in xm.blocks(chunk_rows, n):
+                yb = None if ys is None else next(ys).reshape(-1)
+                yield b[:, keep], yb, np.arange(i, i + len(b))
+                i += len(b)
+
+        def y_blocks() -> Iterator[np.ndarray]:
+            for b in ym.blocks(chunk_rows, n):
+                yield b.reshape(-1)
+
+    else:  # libsvm
+        if target is not None:
+            raise ValueError("target= is not used for LibSVM files: the label is the first field of each line")
+        # First pass: rows and number of features (unless given).
+        max_col = -1
+        n = 0
+        for y, _, _, cols, _ in _libsvm_blocks(path, chunk_rows, n_rows, zero_based):
+            n += len(y)
+            if cols.size:
+                max_col = max(max_col, int(cols.max()))
+        if n == 0:
+            raise ValueError(f"{str(path)!r} has no data lines")
+        if n_features is None:
+            d_file = max_col + 1
+            if d_file == 0:
+                raise ValueError(f"{str(path)!r} has no features; pass n_features=")
+        else:
+            if isinstance(n_features, bool) or not isinstance(n_features, numbers.Integral) or n_features < 1:
+                raise ValueError(f"n_features must be a positive integer, got {n_features!r}")
+            d_file = int(n_features)
+            if max_col >= d_file:
+                raise ValueError(f"a feature index ({max_col + (0 if zero_based else 1)}) exceeds n_features={d_file}")
+        all_names = _feature_names(names, d_file, "the file")
+        keep = _select_columns(all_names, drop_columns)
+        columns = [all_names[j] for j in keep]
+        tname = "y"
+        y_dtype = np.dtype(np.float64)
+
+        def raw_blocks() -> Iterator[tuple[np.ndarray, np.ndarray | None, np.ndarray]]:
+            for y, nos, rows, cols, vals in _libsvm_blocks(path, chunk_rows, n_rows, zero_based):
+                X = np.zeros((len(y), d_file), dtype=np.float32)
+                X[rows, cols] = vals
+                yield (X if len(keep) == d_file else X[:, keep]), y, nos
+
+        def y_blocks() -> Iterator[np.ndarray]:
+            for y, *_ in _libsvm_blocks(path, chunk_rows, n_rows, zero_based):
+                yield y
+
+    mapper = None
+    if target_map is not None and tname is not None:
+        if callable(target_map):
+            mapper = np.vectorize(target_map, otypes=[object])
+        else:
+            mapper = np.vectorize(lambda v: target_map.get(v, v), otypes=[object])
+
+    def mapped(yb: np.ndarray) -> np.ndarray:
+        if mapper is None:
+            return yb
+        out = mapper(yb)
+        return np.asarray(out.tolist())
+
+    resolved = None
+    classes = None
+    if tname is not None:
+        strict = fmt in ("npy", "npz")  # NumPy dtypes carry intent: integer labels are classes
+        first_y = mapped(next(iter(y_blocks()))) if mapper is not None else None
+        resolved = _resolve_task(task, first_y.dtype if first_y is not None else y_dtype, strict)
+        if resolved == "classification":
+            classes = _unique_labels((mapped(b) for b in y_blocks()), max_levels, tname)
+        elif mapper is not None and first_y.dtype.kind not in "biuf":
+            raise ValueError(f"target {tname!r} is not numeric after target_map but task='regression'")
+    writer = _ZarrWriter(
+        tmp,
+        columns,
+        chunk_rows=chunk_rows,
+        task=resolved,
+        n_classes=0 if classes is None else len(classes),
+        target=tname,
+        nan_policy=nan_policy,
+        progress=progress,
+    )
+    for Xb, yb, rows in raw_blocks():
+        if yb is not None:
+            yb = mapped(yb)
+            if resolved == "classification":
+                yb = _class_codes(yb, classes, rows, tname)
+            else:
+                yb = yb.astype(np.float32)
+        writer.append(Xb, yb, rows=rows)
+    attrs = dict(attrs)
+    if classes is not None:
+        attrs["classes"] = classes.tolist()
+    return writer.close(attrs)

@@ -1,0 +1,105 @@
+"""Argument checks and source-format inference shared by the ingest paths.
+
+The choices accepted for ``format``, ``nan_policy`` and ``task``, the format
+named by a file's suffix (under any compression suffix), and the checks of
+row counts, column names and dtypes that :func:`~dxrf.io.ingest` and
+:func:`~dxrf.io.write_zarr` make before anything is written.
+"""
+
+from __future__ import annotations
+
+import numbers
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+_FORMATS = ("csv", "parquet", "npy", "npz", "libsvm")
+_SUFFIX_FORMATS = {
+    ".csv": "csv",
+    ".tsv": "csv",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".npy": "npy",
+    ".npz": "npz",
+    ".svm": "libsvm",
+    ".libsvm": "libsvm",
+    ".svmlight": "libsvm",
+}
+_COMPRESSION_SUFFIXES = (".gz", ".bz2", ".xz")
+_NAN_POLICIES = ("error", "drop")
+_TASKS = ("auto", "regression", "classification")
+
+
+def _check_chunk_rows(chunk_rows: object) -> int:
+    if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, numbers.Integral):
+        raise TypeError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
+    if chunk_rows < 1:
+        raise ValueError(f"chunk_rows must be a positive integer, got {chunk_rows}")
+    return int(chunk_rows)
+
+
+def _check_choice(value: object, name: str, choices: Sequence[str]) -> str:
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}")
+    return value  # type: ignore[return-value]
+
+
+def _check_n_rows(n_rows: object) -> int | None:
+    if n_rows is None:
+        return None
+    if isinstance(n_rows, bool) or not isinstance(n_rows, numbers.Integral):
+        raise TypeError(f"n_rows must be a positive integer or None, got {n_rows!r}")
+    if n_rows < 1:
+        raise ValueError(f"n_rows must be a positive integer or None, got {n_rows}")
+    return int(n_rows)
+
+
+def _base_suffix(path: Path) -> str:
+    """The suffix that names the format, under any compression suffix."""
+    name = path.name.lower()
+    for comp in _COMPRESSION_SUFFIXES:
+        if name.endswith(comp):
+            name = name[: -len(comp)]
+            break
+    return os.path.splitext(name)[1]
+
+
+def _is_tsv(path: Path) -> bool:
+    return _base_suffix(path) == ".tsv"
+
+
+def _infer_format(path: Path) -> str:
+    suffix = _base_suffix(path)
+    if suffix not in _SUFFIX_FORMATS:
+        raise ValueError(
+            f"cannot infer the format of {str(path)!r} from its suffix; pass format= one of {', '.join(_FORMATS)}"
+        )
+    return _SUFFIX_FORMATS[suffix]
+
+
+def _feature_names(names: Sequence[str] | None, n: int, what: str) -> list[str]:
+    if names is None:
+        return [f"x{j}" for j in range(n)]
+    names = [str(c) for c in names]
+    if len(names) != n:
+        raise ValueError(f"names has {len(names)} entries but {what} has {n} columns")
+    if len(set(names)) != len(names):
+        raise ValueError(f"names are not unique: {names}")
+    return names
+
+
+def _select_columns(names: list[str], drop: Sequence[str]) -> list[int]:
+    missing = [c for c in drop if c not in names]
+    if missing:
+        raise ValueError(f"drop_columns names columns that are not in the source: {missing}; columns: {names}")
+    keep = [j for j, c in enumerate(names) if c not in set(drop)]
+    if not keep:
+        raise ValueError("no feature columns left after drop_columns")
+    return keep
+
+
+def _check_numeric_dtype(dtype: np.dtype, what: str) -> None:
+    if dtype.kind not in "biuf":
+        raise TypeError(f"{what} must hold numbers (bool, integer or float), got dtype {dtype}")

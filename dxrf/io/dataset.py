@@ -1,0 +1,259 @@
+"""The public :func:`open_zarr` and the :class:`ZarrDataset` it returns.
+
+A dxrf group is checked and opened as lazy dask arrays, optionally
+standardised with the stored column statistics and with the target scaled
+into [-1, 1]; both transforms run per block.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+from typing import Any
+
+import dask.array as da
+import numpy as np
+import zarr
+
+from .layout import DXRF_FORMAT
+
+
+def _standardize_block(block: np.ndarray, mean: np.ndarray, std: np.ndarray) -> np.ndarray:
+    # float64 for the subtraction: a float32 mean of a column with a large
+    # offset (e.g. 1e4 +- 3) is off by ~1e-4 standard deviations; the float64
+    # temporary lives for one block only.
+    return ((block.astype(np.float64) - mean) / std).astype(np.float32)
+
+
+def _scale_block(block: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    if hi == lo:
+        return np.zeros(block.shape, dtype=np.float32)
+    # float64 arithmetic makes min and max land exactly on -1 and 1
+    return (2.0 * (block.astype(np.float64) - lo) / (hi - lo) - 1.0).astype(np.float32)
+
+
+def _unscale_block(block: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    return ((block.astype(np.float64) + 1.0) * ((hi - lo) / 2.0) + lo).astype(np.float32)
+
+
+@dataclasses.dataclass
+class ZarrDataset:
+    """A dxrf zarr group opened lazily as dask arrays.
+
+    Attributes
+    ----------
+    path : str
+        Location of the group.
+    X : dask.array.Array
+        float32 ``(N, d)``, one dask chunk per stored row chunk, all columns
+        in one chunk; standardised when ``standardized`` is True.
+    y : dask.array.Array or None
+        float32 regression target (in [-1, 1] when ``y_scaled``) or int32
+        class codes into ``classes``.
+    attrs : dict
+        All attributes of the group.
+    columns : list of str
+    classes : list or None
+    x_mean, x_std : numpy.ndarray
+        float64 column means and population stds (1.0 for constant columns).
+    target : str or None
+    standardized, y_scaled : bool
+        Whether ``X`` / ``y`` were transformed when opened.
+    """
+
+    path: str
+    X: da.Array
+    y: da.Array | None
+    attrs: dict
+    columns: list[str]
+    classes: list | None
+    x_mean: np.ndarray
+    x_std: np.ndarray
+    target: str | None = None
+    standardized: bool = False
+    y_scaled: bool = False
+
+    @property
+    def n_rows(self) -> int:
+        """Number of rows."""
+        return int(self.X.shape[0])
+
+    @property
+    def n_features(self) -> int:
+        """Number of columns of ``X``."""
+        return int(self.X.shape[1])
+
+    @property
+    def task(self) -> str | None:
+        """``"regression"``, ``"classification"`` or None (no target)."""
+        return self.attrs.get("task")
+
+    def __len__(self) -> int:
+        return self.n_rows
+
+    def __repr__(self) -> str:
+        t = "no target" if self.y is None else f"target={self.target!r} ({self.task})"
+        flags = "".join([", standardized" if self.standardized else "", ", y_scaled" if self.y_scaled else ""])
+        return f"ZarrDataset({self.path!r}, {self.n_rows} x {self.n_features}, {t}{flags})"
+
+    def standardize(self, X: Any) -> Any:
+        """Standardise any matrix with these column statistics, lazily for dask.
+
+        Use it to standardise a test set with the training set's statistics:
+        ``train.standardize(test.X)``.
+
+        Parameters
+        ----------
+        X : numpy.ndarray or dask.array.Array, shape (n, d)
+
+        Returns
+        -------
+        numpy.ndarray or dask.array.Array
+            float32 ``(X - x_mean) / x_std``, computed in float64 per block.
+        """
+        mean, std = self.x_mean, self.x_std
+        if isinstance(X, da.Array):
+            if X.ndim != 2 or X.shape[1] != len(mean):
+                raise ValueError(f"X must have {len(mean)} columns, got shape {X.shape}")
+            if len(X.chunks[1]) > 1:
+                X = X.rechunk({1: -1})
+            return X.map_blocks(_standardize_block, mean=mean, std=std, dtype=np.float32)
+        X = np.asarray(X)
+        if X.ndim != 2 or X.shape[1] != len(mean):
+            raise ValueError(f"X must have {len(mean)} columns, got shape {X.shape}")
+        return _standardize_block(X, mean, std)
+
+    def _y_range(self) -> tuple[float, float]:
+        if self.task != "regression":
+            raise ValueError(f"{self.path!r}: y scaling needs a numeric (regression) target; task is {self.task!r}")
+        return float(self.attrs["y_min"]), float(self.attrs["y_max"])
+
+    def scale_y(self, y: Any) -> Any:
+        """Map targets to [-1, 1]: ``2 (y - y_min) / (y_max - y_min) - 1``.
+
+        A constant target maps to 0. Lazy for dask input.
+        """
+        lo, hi = self._y_range()
+        if isinstance(y, da.Array):
+            return y.map_blocks(_scale_block, lo=lo, hi=hi, dtype=np.float32)
+        return _scale_block(np.asarray(y), lo, hi)
+
+    def unscale_y(self, y: Any) -> Any:
+        """Inverse of :meth:`scale_y` (e.g. for predictions). Lazy for dask input."""
+        lo, hi = self._y_range()
+        if isinstance(y, da.Array):
+            return y.map_blocks(_unscale_block, lo=lo, hi=hi, dtype=np.float32)
+        return _unscale_block(np.asarray(y), lo, hi)
+
+    def compute(self) -> tuple[np.ndarray, np.ndarray | None]:
+        """Load ``X`` and ``y`` into memory (only for data that fit)."""
+        if self.y is None:
+            return self.X.compute(), None
+        X, y = da.compute(self.X, self.y)
+        return X, y
+
+
+def open_zarr(
+    path: str | os.PathLike, *, standardize: bool = False, scale_y: bool = False
+) -> ZarrDataset:
+    """Open a dxrf zarr group as lazy dask arrays.
+
+    Parameters
+    ----------
+    path : path or URL
+        The group written by :func:`ingest` or :func:`write_zarr`. A string
+        with ``://`` is passed to zarr as a store URL.
+    standardize : bool, default False
+        Return ``X`` standardised lazily, ``(X - x_mean) / x_std`` in float32
+        via ``map_blocks`` (no pass over the data).
+    scale_y : bool, default False
+        Return a numeric ``y`` mapped lazily into [-1, 1] with the stored
+        ``y_min``/``y_max``: ``2 (y - y_min) / (y_max - y_min) - 1``.
+
+    Returns
+    -------
+    ZarrDataset
+
+    Raises
+    ------
+    ValueError
+        The path does not exist, is not a dxrf group, or lacks ``X`` or its
+        statistics; or ``scale_y`` without a numeric target.
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a path, got {type(path).__name__}")
+    spath = os.fspath(path)
+    if "://" not in spath:
+        p = Path(spath).expanduser().absolute()
+        if not p.exists():
+            raise ValueError(f"{str(p)!r} does not exist")
+        if not (p / "zarr.json").is_file():
+            raise ValueError(f"{str(p)!r} is not a zarr v3 group (no zarr.json); write it with dxrf.io.ingest")
+        spath = str(p)
+    try:
+        group = zarr.open_group(spath, mode="r")
+    except Exception as exc:  # zarr raises several types for "not a group"
+        raise ValueError(f"{spath!r} is not a zarr group: {exc}") from exc
+    attrs = dict(group.attrs)
+    if "dxrf_format" not in attrs:
+        raise ValueError(f"{spath!r} is not a dxrf group: attribute 'dxrf_format' is missing")
+    if attrs["dxrf_format"] != DXRF_FORMAT:
+        raise ValueError(f"{spath!r} has dxrf_format {attrs['dxrf_format']!r}; this version reads {DXRF_FORMAT}")
+    arrays = {}
+    # member by member (listing the group would read all members' metadata concurrently)
+    for name in ("X", "y", "x_mean", "x_std"):
+        try:
+            node = group[name]
+        except KeyError:
+            continue
+        except Exception as exc:  # zarr raises many types (JSON, codec, shape errors) for corrupt metadata
+            raise ValueError(f"{spath!r} has corrupt array metadata: array {name!r}: {exc}") from exc
+        if not isinstance(node, zarr.Array):
+            raise ValueError(f"{spath!r}: {name!r} is not an array")
+        if node.dtype.kind not in "biuf":
+            raise ValueError(f"{spath!r}: array {name!r} has the unsupported dtype {node.dtype}")
+        arrays[name] = node
+    for name in ("X", "x_mean", "x_std"):
+        if name not in arrays:
+            raise ValueError(f"{spath!r} is not a complete dxrf group: array {name!r} is missing")
+    zx = arrays["X"]
+    if zx.ndim != 2:
+        raise ValueError(f"{spath!r}: array 'X' must be 2-d, got shape {zx.shape}")
+    columns = attrs.get("columns", [])
+    if not isinstance(columns, list):
+        raise ValueError(f"{spath!r}: attribute 'columns' must be a list of names, got {columns!r}")
+    if len(columns) != zx.shape[1]:
+        raise ValueError(f"{spath!r}: {len(columns)} column names for {zx.shape[1]} columns of X")
+    if "y" in arrays and arrays["y"].shape[:1] != zx.shape[:1]:
+        raise ValueError(f"{spath!r}: array 'y' has shape {arrays['y'].shape} for {zx.shape[0]} rows of X")
+    for name in ("x_mean", "x_std"):
+        if arrays[name].shape != (zx.shape[1],):
+            raise ValueError(f"{spath!r}: array {name!r} has shape {arrays[name].shape}, expected ({zx.shape[1]},)")
+    X = da.from_zarr(zx)
+    y = da.from_zarr(arrays["y"]) if "y" in arrays else None
+    try:
+        x_mean = np.asarray(arrays["x_mean"][:], dtype=np.float64)
+        x_std = np.asarray(arrays["x_std"][:], dtype=np.float64)
+    except Exception as exc:  # a corrupt chunk: codec errors are RuntimeErrors
+        raise ValueError(f"{spath!r}: cannot read the column statistics: {exc}") from exc
+    ds = ZarrDataset(
+        path=spath,
+        X=X,
+        y=y,
+        attrs=attrs,
+        columns=list(columns),
+        classes=attrs.get("classes"),
+        x_mean=x_mean,
+        x_std=x_std,
+        target=attrs.get("target"),
+    )
+    if scale_y:
+        if y is None:
+            raise ValueError(f"{spath!r} has no target; scale_y=True needs one")
+        ds.y = ds.scale_y(y)
+        ds.y_scaled = True
+    if standardize:
+        ds.X = ds.standardize(X)
+        ds.standardized = True
+    return ds

@@ -1,0 +1,261 @@
+"""Streaming writer of the ``X``/``y`` arrays and statistics of a new dxrf group.
+
+Every ingest path ends here: row blocks of any size are checked for
+non-finite values, counted into the column statistics, re-cut into whole
+zarr chunks and written; closing the writer stores the statistics and the
+attributes.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import zarr
+
+from .labels import _row
+from .layout import _RESERVED_ATTRS, DXRF_FORMAT, _json_value, default_compressor
+
+
+class _Moments:
+    """Running count, mean and M2 per column, merged with Chan's parallel formula.
+
+    Blocks are converted to float64 before summing, so the result is the
+    float64 statistic of the values given (the stored float32 values).
+    """
+
+    def __init__(self, d: int) -> None:
+        self.n = 0
+        self.mean = np.zeros(d)
+        self.m2 = np.zeros(d)
+
+    def update(self, block: np.ndarray) -> None:
+        block = block.reshape(block.shape[0], -1)
+        # float64 slices of ~8 MB keep the temporaries small for wide chunks
+        step = max(1, (1 << 20) // max(block.shape[1], 1))
+        for lo in range(0, block.shape[0], step):
+            self._merge(block[lo : lo + step].astype(np.float64))
+
+    def _merge(self, b: np.ndarray) -> None:
+        nb = b.shape[0]
+        mean_b = b.mean(axis=0)
+        b -= mean_b
+        b *= b
+        m2_b = b.sum(axis=0)
+        n = self.n + nb
+        delta = mean_b - self.mean
+        self.mean = self.mean + delta * (nb / n)
+        self.m2 = self.m2 + m2_b + delta**2 * (self.n * nb / n)
+        self.n = n
+
+    @property
+    def std(self) -> np.ndarray:
+        """Population std; exactly 0 for a constant column."""
+        return np.sqrt(np.maximum(self.m2, 0.0) / max(self.n, 1))
+
+
+def _safe_std(std: np.ndarray) -> np.ndarray:
+    # A constant column has M2 exactly 0 (the float64 mean of equal float32
+    # values is exact), so the test is exact; 1.0 avoids division by zero.
+    return np.where(std > 0, std, 1.0)
+
+
+class _Progress:
+    """Row counter printed to stderr, or forwarded to a callable(stage, rows)."""
+
+    def __init__(self, progress: bool | Callable[[str, int], Any], stage: str) -> None:
+        self.progress = progress
+        self.stage = stage
+        self.rows = 0
+
+    def update(self, rows: int) -> None:
+        self.rows += rows
+        if callable(self.progress):
+            self.progress(self.stage, self.rows)
+        elif self.progress:
+            print(f"\r{self.stage}: {self.rows:,} rows", end="", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.progress is True:
+            print(file=sys.stderr, flush=True)
+
+
+class _ZarrWriter:
+    """Append row blocks to the ``X``/``y`` arrays of a new dxrf group.
+
+    Rows are buffered until a whole chunk is available, so every write covers
+    whole chunks (no read-modify-write) whatever the incoming block sizes; the
+    buffer never holds more than one chunk plus one incoming block. Statistics
+    are accumulated from the float32 values as written.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        columns: Sequence[str],
+        *,
+        chunk_rows: int,
+        task: str | None,
+        n_classes: int = 0,
+        target: str | None = None,
+        nan_policy: str = "error",
+        progress: bool | Callable[[str, int], Any] = False,
+    ) -> None:
+        self.columns = list(columns)
+        self.d = len(self.columns)
+        self.chunk_rows = chunk_rows
+        self.task = task
+        self.n_classes = n_classes
+        self.target = target
+        self.nan_policy = nan_policy
+        self.group = zarr.open_group(str(path), mode="w", zarr_format=3)
+        self.X = self.group.create_array(
+            "X",
+            shape=(0, self.d),
+            dtype="float32",
+            chunks=(chunk_rows, self.d),
+            compressors=default_compressor(),
+            dimension_names=("row", "column"),
+        )
+        self.y = None
+        if task is not None:
+            self.y = self.group.create_array(
+                "y",
+                shape=(0,),
+                dtype="float32" if task == "regression" else "int32",
+                chunks=(chunk_rows,),
+                compressors=default_compressor(),
+                dimension_names=("row",),
+            )
+        self.x_moments = _Moments(self.d)
+        self.y_moments = _Moments(1)
+        self.y_min = math.inf
+        self.y_max = -math.inf
+        self.class_counts = np.zeros(n_classes, dtype=np.int64)
+        self.n_written = 0
+        self.n_seen = 0
+        self.n_dropped = 0
+        self._buf_x: list[np.ndarray] = []
+        self._buf_y: list[np.ndarray] = []
+        self._buf_n = 0
+        self._progress = _Progress(progress, "writing")
+
+    def _bad_message(self, X: np.ndarray, y: np.ndarray | None, rows: np.ndarray, i: int) -> str:
+        bad_cols = np.flatnonzero(~np.isfinite(X[i]))
+        if bad_cols.size:
+            j = int(bad_cols[0])
+            what = f"column {self.columns[j]!r} has a non-finite value ({X[i, j]})"
+        elif self.task == "regression":
+            what = f"target {self.target!r} has a non-finite value ({y[i]})"
+        else:
+            what = f"target {self.target!r} is missing"
+        return f"{what} at row {_row(rows[i])}; pass nan_policy='drop' to drop such rows"
+
+    def append(self, X: np.ndarray, y: np.ndarray | None = None, rows: np.ndarray | None = None) -> None:
+        """Check, count and buffer one block; write the whole chunks it completes.
+
+        ``y`` holds float targets (regression) or class codes, with -1 for a
+        missing class. ``rows`` are source row numbers for error messages.
+        """
+        with np.errstate(over="ignore"):  # float32 overflow gives inf, caught below
+            X = np.asarray(X, dtype=np.float32)
+        n = X.shape[0]
+        if X.ndim != 2 or X.shape[1] != self.d:
+            raise ValueError(f"block of shape {X.shape} does not match {self.d} columns")
+        if (y is None) != (self.y is None):
+            raise ValueError("y must be given for every block, or for none")
+        if y is not None:
+            y = np.asarray(y, dtype=self.y.dtype)
+            if y.shape != (n,):
+                raise ValueError(f"y block of shape {y.shape} does not match {n} rows of X")
+        if rows is None:
+            rows = np.arange(self.n_seen, self.n_seen + n)
+        self.n_seen += n
+
+        bad = ~np.isfinite(X).all(axis=1)
+        if y is not None:
+            bad |= ~np.isfinite(y) if self.task == "regression" else (y < 0)
+        if bad.any():
+            if self.nan_policy == "error":
+                raise ValueError(self._bad_message(X, y, np.asarray(rows), int(np.flatnonzero(bad)[0])))
+            keep = ~bad
+            X = X[keep]
+            y = None if y is None else y[keep]
+            self.n_dropped += int(bad.sum())
+            n = X.shape[0]
+        if n == 0:
+            return
+
+        self.x_moments.update(X)
+        if y is not None:
+            if self.task == "regression":
+                self.y_moments.update(y)
+                self.y_min = min(self.y_min, float(y.min()))
+                self.y_max = max(self.y_max, float(y.max()))
+            else:
+                if y.max() >= self.n_classes:
+                    raise ValueError(f"class code {int(y.max())} out of range for {self.n_classes} classes")
+                self.class_counts += np.bincount(y, minlength=self.n_classes)
+        self._buf_x.append(X)
+        if y is not None:
+            self._buf_y.append(y)
+        self._buf_n += n
+        if self._buf_n >= self.chunk_rows:
+            self._flush(final=False)
+        self._progress.update(n)
+
+    def _flush(self, final: bool) -> None:
+        if self._buf_n == 0:
+            return
+        X = self._buf_x[0] if len(self._buf_x) == 1 else np.concatenate(self._buf_x)
+        y = None
+        if self.y is not None:
+            y = self._buf_y[0] if len(self._buf_y) == 1 else np.concatenate(self._buf_y)
+        k = self._buf_n if final else (self._buf_n // self.chunk_rows) * self.chunk_rows
+        start, stop = self.n_written, self.n_written + k
+        self.X.resize((stop, self.d))
+        self.X[start:stop] = X[:k]
+        if y is not None:
+            self.y.resize((stop,))
+            self.y[start:stop] = y[:k]
+        self.n_written = stop
+        rest = self._buf_n - k
+        self._buf_x = [X[k:]] if rest else []
+        self._buf_y = [y[k:]] if rest and y is not None else []
+        self._buf_n = rest
+
+    def close(self, attrs: Mapping[str, Any]) -> dict[str, Any]:
+        """Write the last rows, the statistics and the attributes; return the attributes."""
+        self._flush(final=True)
+        self._progress.close()
+        if self.n_written == 0:
+            dropped = f" ({self.n_dropped} rows dropped by nan_policy='drop')" if self.n_dropped else ""
+            raise ValueError("no rows to write" + dropped)
+        self.group.create_array("x_mean", data=self.x_moments.mean.copy())
+        self.group.create_array("x_std", data=_safe_std(self.x_moments.std))
+        out: dict[str, Any] = {k: v for k, v in attrs.items() if k not in _RESERVED_ATTRS}
+        out.update(
+            dxrf_format=DXRF_FORMAT,
+            columns=self.columns,
+            target=self.target if self.y is not None else None,
+            task=self.task,
+            n_rows=self.n_written,
+            n_dropped=self.n_dropped,
+            chunk_rows=self.chunk_rows,
+        )
+        if self.task == "regression":
+            out.update(
+                y_min=self.y_min,
+                y_max=self.y_max,
+                y_mean=float(self.y_moments.mean[0]),
+                y_std=float(self.y_moments.std[0]),
+            )
+        elif self.task == "classification":
+            out["classes"] = [_json_value(c) for c in attrs["classes"]]
+            out["class_counts"] = [int(c) for c in self.class_counts]
+        self.group.attrs.update(out)
+        return out
