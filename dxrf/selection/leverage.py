@@ -12,6 +12,41 @@ and, for a penalty ``lam`` on that scale,
 
 One eigendecomposition ``G = U diag(L) U^T`` gives every ``lam`` at once:
 ``Q_ii = sum_k U_ik^2 L_k / (L_k + lam)`` and ``d_lam = sum_k L_k / (L_k + lam)``.
+It serves a grid of penalties, or a precomputed :class:`GramSpectrum`.
+
+For ONE penalty on a Gram (or statistics) a Cholesky factorisation is several
+times cheaper: with ``A = G + lam I = L L^T``, ``Q = I - lam A^{-1}``, so
+
+    Q_ii = 1 - lam (A^{-1})_ii,   (A^{-1})_ii = ||L^{-1} e_i||^2,
+
+the squared column norms of the triangular inverse (LAPACK ``potrf`` then
+``trtri``: ``2 M0^3 / 3`` flops, about twice a bare Cholesky and 7 times
+faster than the eigendecomposition at M0 = 2000; ``dxrf bench leverage``).
+Both paths agree to rounding, about ``eps (L_max + lam) / lam`` in each
+``Q_ii``. The Cholesky path is used only where it is as accurate:
+
+- ``lam <= 1e3 max_i G_ii``: beyond, every ``Q_ii <= G_ii / lam < 1e-3`` and
+  ``1 - lam (A^{-1})_ii`` would cancel most digits (the spectral formula has
+  no cancellation);
+- ``lam >= 1e-10 tr G``: below, ``lam`` nears the rounding level of ``G``'s
+  zero eigenvalues, which the eigendecomposition clips to 0;
+- ``potrf`` succeeds (``A`` numerically positive definite).
+
+A merely positive semi-definite ``G`` (rank-deficient) is fine in that range,
+since ``lam > 0`` makes ``A`` positive definite. Otherwise the
+eigendecomposition is used, which clips rounding-level negative eigenvalues
+to 0, so the limit ``lam -> 0`` (``d_lam -> rank G``, uniform weights for a
+full-rank ``G``) behaves as before. ``lam`` itself must be positive:
+``lam = 0`` is rejected.
+
+The dense algebra runs on all of the client's cores (:func:`client_threads`,
+the CPUs this process may run on), always that number of BLAS threads,
+whatever limits the caller has set: the results are reproducible to the bit
+for a given machine (CPU count) and BLAS, but differ in the last bits from a
+run with another thread count, since LAPACK's blocked factorisations split
+their sums by thread. (One exception: :class:`dxrf._blas.blas_limit` lets the
+first of overlapping holders set the limit, so a call made while another
+thread of the process holds, say, ``blas_limit(1)`` runs on that one thread.)
 
 References
 ----------
@@ -27,10 +62,13 @@ References
 from __future__ import annotations
 
 import dataclasses
+import functools
 import numbers
+import os
 from typing import Any
 
 import numpy as np
+from scipy.linalg import lapack
 
 from .._blas import blas_limit
 from ..stats import FeatureStats
@@ -39,6 +77,7 @@ __all__ = [
     "LAM_CONVENTIONS",
     "GramSpectrum",
     "LeverageDiagnostics",
+    "client_threads",
     "gram_spectrum",
     "leverage_scores",
     "degrees_of_freedom",
@@ -47,6 +86,29 @@ __all__ = [
 ]
 
 LAM_CONVENTIONS = ("normalized", "unnormalized")
+
+# where the single-lam Cholesky path is as accurate as the spectral one (module docstring)
+_CHOLESKY_MAX_LAM = 1e3  # times max_i G_ii
+_CHOLESKY_MIN_LAM = 1e-10  # times tr G
+# rows per band when symmetrising G and reducing L^{-1}: 256 x M0 doubles (20 MB at M0 = 10 000)
+_BAND = 256
+
+
+@functools.cache
+def client_threads() -> int:
+    """BLAS threads of the client-side dense algebra: every CPU this process may use.
+
+    Fixed for the life of the process (so repeated calls round identically),
+    and independent of the caller's BLAS limits.
+
+    Returns
+    -------
+    int
+    """
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not Linux
+        return max(1, os.cpu_count() or 1)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -106,22 +168,102 @@ def gram_spectrum(stats_or_gram: FeatureStats | np.ndarray | GramSpectrum) -> Gr
     """
     if isinstance(stats_or_gram, GramSpectrum):
         return stats_or_gram
-    n = None
+    G, n = _load_gram(stats_or_gram)
+    return _spectrum(G, n)
+
+
+def _read_gram(stats_or_gram: FeatureStats | np.ndarray) -> tuple[np.ndarray, int | None, bool]:
+    """The normalised Gram as given, ``N`` (None for a bare matrix), and whether the array is a new one."""
     if isinstance(stats_or_gram, FeatureStats):
-        G = stats_or_gram.normalized_gram()
-        n = int(stats_or_gram.n)
+        G, n, new = stats_or_gram.normalized_gram(), int(stats_or_gram.n), True
     else:
-        G = np.asarray(stats_or_gram, dtype=np.float64)
+        G, n, new = np.asarray(stats_or_gram, dtype=np.float64), None, False
         if G.ndim != 2 or G.shape[0] != G.shape[1] or G.shape[0] == 0:
             raise ValueError(f"stats_or_gram must be FeatureStats or a square (M0, M0) matrix, got shape {G.shape}")
     if not np.isfinite(G).all():
         raise ValueError("the Gram matrix contains NaN or infinity")
-    G = 0.5 * (G + G.T)
-    with blas_limit(1):  # the same rounding whatever BLAS threads the caller has: reproducible selections
+    return G, n, new
+
+
+def _load_gram(stats_or_gram: FeatureStats | np.ndarray) -> tuple[np.ndarray, int | None]:
+    """The symmetrised normalised Gram (a new array) and ``N`` (None for a bare matrix)."""
+    G, n, _ = _read_gram(stats_or_gram)
+    return 0.5 * (G + G.T), n
+
+
+def _spectrum(G: np.ndarray, n: int | None) -> GramSpectrum:
+    # a fixed thread count, not the caller's: the same rounding on every call
+    with blas_limit(client_threads()):
         ev, U = np.linalg.eigh(G)
     # G is positive semi-definite: negative eigenvalues are rounding
     ev = np.clip(ev, 0.0, None)
     return GramSpectrum(ev, U, n)
+
+
+def _symmetrize_upper(G: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``out``'s upper triangle (and diagonal) set to that of ``(G + G^T) / 2``; ``out`` may be ``G``.
+
+    In row bands, so that the transposed operand is read a cache-sized band at
+    a time (twice as fast as ``G + G.T`` at M0 = 10 000), and only the triangle
+    LAPACK reads. The strict lower triangle of ``out`` is left as it was.
+    """
+    m = G.shape[0]
+    for r0 in range(0, m, _BAND):
+        r1 = min(r0 + _BAND, m)
+        # rows r0:r1 of the upper triangle read only rows >= r0 of G's columns
+        # r0:r1, which earlier bands never wrote (numpy buffers the overlapping diagonal block)
+        band = out[r0:r1, r0:]
+        np.add(G[r0:r1, r0:], G[r0:, r0:r1].T, out=band)
+        band *= 0.5
+    return out
+
+
+def _cholesky_diag_q(G: np.ndarray, lam: float, *, overwrite: bool = False) -> np.ndarray | None:
+    """``Q_ii = 1 - lam (A^{-1})_ii`` from ``A = G + lam I = L L^T``, or None.
+
+    None where the Cholesky path would be less accurate than the spectral one
+    or ``A`` is not numerically positive definite (module docstring).
+
+    Parameters
+    ----------
+    G : ndarray of shape (M0, M0)
+        The normalised Gram, C-contiguous float64 (symmetrised here).
+    lam : float
+        Penalty on the scale of ``G``.
+    overwrite : bool, default=False
+        Whether ``G`` may be overwritten (saves an ``M0 x M0`` array).
+
+    Returns
+    -------
+    ndarray of shape (M0,) or None
+    """
+    m = G.shape[0]
+    diag = G.diagonal()
+    if not (lam > 0 and _CHOLESKY_MIN_LAM * diag.sum() <= lam <= _CHOLESKY_MAX_LAM * diag.max()):
+        return None
+    overwrite = overwrite and G.flags.c_contiguous and G.flags.writeable
+    A = _symmetrize_upper(G, G if overwrite else np.empty_like(G, order="C"))
+    A.flat[:: m + 1] += lam
+    # A.T is the Fortran-ordered view of the same (symmetric) matrix: LAPACK works
+    # in place, reading and writing only its lower triangle, i.e. A's upper one,
+    # which ends up holding L^{-1}
+    with blas_limit(client_threads()):
+        L, info = lapack.dpotrf(A.T, lower=1, clean=0, overwrite_a=1)
+        if info != 0:
+            return None
+        X, info = lapack.dtrtri(L, lower=1, overwrite_c=1)
+    if info != 0:
+        return None
+    # column i of L^{-1} is row i of the C view, entries i..M0-1. A fixed
+    # blocking and numpy's own reduction (no BLAS): the same sums whatever the
+    # thread count.
+    Xc = X.T
+    inv_diag = np.empty(m)
+    for r0 in range(0, m, _BAND):
+        r1 = min(r0 + _BAND, m)
+        band = np.triu(Xc[r0:r1, r0:])
+        inv_diag[r0:r1] = np.einsum("ij,ij->i", band, band)
+    return 1.0 - lam * inv_diag
 
 
 def _check_lam(lam: Any) -> tuple[np.ndarray, bool]:
@@ -140,12 +282,14 @@ def _check_lam(lam: Any) -> tuple[np.ndarray, bool]:
     return lams, scalar
 
 
-def _normalize_lams(lams: np.ndarray, lam_convention: str, spectrum: GramSpectrum, n_samples: int | None) -> np.ndarray:
+def _normalize_lams(
+    lams: np.ndarray, lam_convention: str, spectrum: GramSpectrum | None, n_samples: int | None
+) -> np.ndarray:
     if lam_convention not in LAM_CONVENTIONS:
         raise ValueError(f"lam_convention must be one of {LAM_CONVENTIONS}, got {lam_convention!r}")
     if lam_convention == "normalized":
         return lams
-    n = n_samples if n_samples is not None else spectrum.n_samples
+    n = n_samples if n_samples is not None or spectrum is None else spectrum.n_samples
     if n is None:
         raise ValueError(
             "n_samples is required with lam_convention='unnormalized' when a bare Gram matrix is given "
@@ -154,6 +298,34 @@ def _normalize_lams(lams: np.ndarray, lam_convention: str, spectrum: GramSpectru
     if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n <= 0:
         raise ValueError(f"n_samples must be a positive integer, got {n!r}")
     return lams / float(n)
+
+
+def _diag_trace_q(
+    stats_or_gram: FeatureStats | np.ndarray | GramSpectrum,
+    lams: np.ndarray,
+    scalar: bool,
+    lam_convention: str,
+    n_samples: int | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``Q_ii`` (shape ``(L, M0)``) and ``tr Q`` (shape ``(L,)``).
+
+    One penalty on a Gram or statistics: the Cholesky path where it is as
+    accurate; otherwise, and for a grid or a given spectrum, the spectral one.
+    """
+    if isinstance(stats_or_gram, GramSpectrum):
+        lams = _normalize_lams(lams, lam_convention, stats_or_gram, n_samples)
+        return stats_or_gram.diag_q(lams), stats_or_gram.trace_q(lams)
+    G, n, new = _read_gram(stats_or_gram)
+    lams = _normalize_lams(lams, lam_convention, None, n_samples if n_samples is not None else n)
+    if scalar:
+        diag = _cholesky_diag_q(G, float(lams[0]), overwrite=new)
+        if diag is not None:
+            return diag[None, :], np.array([diag.sum()])
+        if new:  # the factorisation may have overwritten it
+            G, _, _ = _read_gram(stats_or_gram)
+    G = 0.5 * (G + G.T)
+    spectrum = _spectrum(G, n)
+    return spectrum.diag_q(lams), spectrum.trace_q(lams)
 
 
 def leverage_scores(
@@ -167,7 +339,9 @@ def leverage_scores(
 
     ``Q = G (G + lam I)^{-1}`` with ``G = (1/N) sum_n z~(x_n) z~(x_n)^T`` the
     normalised Gram of the candidates (trace about 1); ``q^_i = Q_ii / tr Q``.
-    A grid of penalties costs one eigendecomposition.
+    A grid of penalties costs one eigendecomposition; one penalty on a Gram or
+    statistics costs a Cholesky factorisation and a triangular inverse (see
+    the module docstring for when the eigendecomposition is used instead).
 
     Parameters
     ----------
@@ -216,10 +390,7 @@ def leverage_scores(
     (array([0.333333, 0.333333, 0.333333]), 3.0)
     """
     lams, scalar = _check_lam(lam)
-    spectrum = gram_spectrum(stats_or_gram)
-    lams = _normalize_lams(lams, lam_convention, spectrum, n_samples)
-    diag = spectrum.diag_q(lams)
-    trace = spectrum.trace_q(lams)
+    diag, trace = _diag_trace_q(stats_or_gram, lams, scalar, lam_convention, n_samples)
     if np.any(trace <= 0):
         raise ValueError("the Gram matrix is zero: leverage scores are undefined")
     weights = np.clip(diag, 0.0, None)
@@ -238,6 +409,9 @@ def degrees_of_freedom(
 ) -> float | np.ndarray:
     """Effective degrees of freedom ``d_lam = tr G (G + lam I)^{-1}``.
 
+    Computed as in :func:`leverage_scores` (Cholesky for one penalty on a Gram
+    or statistics), with which it agrees to the bit.
+
     Parameters
     ----------
     stats_or_gram : FeatureStats, ndarray of shape (M0, M0), or GramSpectrum
@@ -255,9 +429,7 @@ def degrees_of_freedom(
     .. [1] S. Shahrampour and S. Kolouri, 2019 (see :func:`leverage_scores`).
     """
     lams, scalar = _check_lam(lam)
-    spectrum = gram_spectrum(stats_or_gram)
-    lams = _normalize_lams(lams, lam_convention, spectrum, n_samples)
-    trace = spectrum.trace_q(lams)
+    _, trace = _diag_trace_q(stats_or_gram, lams, scalar, lam_convention, n_samples)
     return float(trace[0]) if scalar else trace
 
 

@@ -28,7 +28,7 @@ import numpy as np
 
 from .._validation import make_rng
 from ..stats import FeatureStats
-from .leverage import GramSpectrum, leverage_scores
+from .leverage import GramSpectrum, gram_spectrum, leverage_scores
 from .lkrf import lkrf_weights
 
 __all__ = [
@@ -207,6 +207,11 @@ def select_features(
 
     Learners call this for many ``(M, lam)`` on one :class:`FeatureStats`;
     pass ``spectrum=gram_spectrum(stats)`` to decompose the Gram only once.
+    Leverage weights always come from the eigendecomposition, so they are the
+    same bits with or without ``spectrum``; for one ``lam`` without a spectrum,
+    :func:`dxrf.selection.leverage_scores` (a Cholesky factorisation, several
+    times cheaper) and :func:`draw_features` give the same selection up to
+    rounding of the weights (this is what :class:`LeverageScoreSampler` does).
 
     Parameters
     ----------
@@ -260,9 +265,10 @@ def select_features(
     _check_n(n_components, "n_components")
     tiebreak = None
     if criterion == "leverage":
-        source = spectrum if spectrum is not None else stats
         if np.ndim(lam) != 0:
             raise ValueError(f"lam must be a single positive number here, got {lam!r}")
+        # always the spectral path, so that passing ``spectrum`` changes the cost, not the bits
+        source = spectrum if spectrum is not None else gram_spectrum(stats)
         weights, _ = leverage_scores(source, lam, lam_convention=lam_convention)
     else:
         if not isinstance(stats, FeatureStats):

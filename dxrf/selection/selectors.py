@@ -35,10 +35,10 @@ from .leverage import (
     LeverageDiagnostics,
     _check_lam,
     _normalize_lams,
-    gram_spectrum,
     leverage_diagnostics,
+    leverage_scores,
 )
-from .select import METHODS, Selection, alignment_scores, energy_scores, select_features
+from .select import METHODS, Selection, alignment_scores, draw_features, energy_scores, select_features
 
 __all__ = ["LeverageScoreSampler", "EnergyScoreSelector", "KernelAlignmentSelector", "TASKS"]
 
@@ -412,10 +412,11 @@ class LeverageScoreSampler(_BaseSelector):
 
     def _select(self, base: object, stats: FeatureStats, rng: np.random.Generator, m: int) -> None:
         lams, _ = _check_lam(self.lam)
-        spectrum = gram_spectrum(stats)
-        self.lam_ = float(_normalize_lams(lams, self.lam_convention, spectrum, None)[0])
-        selection = select_features(stats, m, criterion="leverage", method=self.method, lam=self.lam_, random_state=rng, spectrum=spectrum)
-        self.dof_ = float(spectrum.trace_q(np.array([self.lam_]))[0])
+        self.lam_ = float(_normalize_lams(lams, self.lam_convention, None, int(stats.n))[0])
+        # one lam: the Cholesky path of leverage_scores, not select_features' eigendecomposition
+        weights, self.dof_ = leverage_scores(stats, self.lam_)
+        selected, scales = draw_features(weights, m, self.method, rng)
+        selection = Selection(selected, scales, weights)
         self.n_samples_ = int(stats.n)
         self._set_selection(base, stats, selection)
 
