@@ -335,158 +335,33 @@ def _end_bar() -> None:
     sys.stdout.flush()
 
 
-def _share(obj: Any) -> Any:
-    """Ship a large read-only object to the workers once (a future), or embed it in the graph."""
-    import dask
-
-    from dxrf.progress import active_client
-
-    client = active_client()
-    if client is not None:
-        return client.scatter([obj], broadcast=True, hash=False)[0]
-    return dask.delayed(obj, pure=True)
-
-
-def _limits():
-    from threadpoolctl import threadpool_limits
-
-    return threadpool_limits(1, user_api="blas")
-
-
-def _multi_stats_chunk(X, Y, start, kernels, fraction, seed):
-    from dxrf.stats import block_stats, hashed_split
-
-    X = np.asarray(X)
-    Y = None if Y is None else np.asarray(Y)
-    mask = hashed_split(start, start + X.shape[0], fraction, seed) if fraction is not None else None
-    out = []
-    for kernel in kernels:
-        s = block_stats(X, Y, kernel, mask, blas_threads=1, row_offset=start)
-        out.append(s if isinstance(s, tuple) else (s,))
-    return out
-
-
-def _multi_stats_merge(*parts):
-    total = [list(p) for p in parts[0]]
-    for p in parts[1:]:
-        for acc, other in zip(total, p):
-            for i in range(len(acc)):
-                acc[i] = acc[i] + other[i]
-    return [tuple(a) for a in total]
-
-
-def _row_blocks(a, chunks):
-    import dask.array as da
-
-    if a is None:
-        return None
-    if not isinstance(a, da.Array):
-        a = da.from_array(np.asarray(a), chunks=(chunks,) + np.shape(a)[1:])
-    a = a.rechunk((chunks,) + tuple(-1 for _ in a.shape[1:]))
-    return list(a.to_delayed().ravel())
-
-
-def _tree(parts: list, merge: Callable, fan_in: int = 8):
-    import dask
-
-    fn = dask.delayed(merge, pure=False)
-    while len(parts) > 1:
-        parts = [fn(*parts[i : i + fan_in]) if len(parts[i : i + fan_in]) > 1 else parts[i] for i in range(0, len(parts), fan_in)]
-    return parts[0]
-
-
 def stats_pass(X, T, kernels: Sequence, *, fraction: float | None = None, seed: int = 0) -> list:
     """ONE pass over ``X`` accumulating the statistics of every kernel in ``kernels``.
 
     Returns, per kernel, ``(train, validation)`` with a ``fraction`` (the
-    hashed split of :func:`dxrf.stats.hashed_split`, the same rows as
-    ``dxrf.accumulate(split=fraction, split_seed=seed)``) or ``(stats,)``.
-    A single kernel goes through :func:`dxrf.accumulate` itself; several
-    kernels share one task per chunk that computes each kernel's block
-    statistics in turn, so the data are read once.
+    hashed split of :func:`dxrf.stats.hashed_split`) or ``(stats,)``: the
+    library's multi-map :func:`dxrf.accumulate`, which reads X once.
     """
-    import dask
-
     import dxrf
-    from dxrf.progress import compute
 
-    kernels = list(kernels)
-    if len(kernels) == 1:
-        out = dxrf.accumulate(X, T, kernels[0], split=fraction, split_seed=seed, progress=True)
-        _end_bar()
-        return [out if isinstance(out, tuple) else (out,)]
-    chunks = X.chunks[0]
-    starts = np.concatenate([[0], np.cumsum(chunks)[:-1]]).astype(int)
-    xb = list(X.to_delayed().ravel())
-    yb = _row_blocks(T, chunks) if T is not None else [None] * len(xb)
-    kd = _share(kernels)
-    task = dask.delayed(_multi_stats_chunk, pure=False)
-    parts = [task(x, y, int(s), kd, fraction, seed) for x, y, s in zip(xb, yb, starts)]
-    out = compute(_tree(parts, _multi_stats_merge), progress=True)
+    out = dxrf.accumulate(X, T, list(kernels), split=fraction, split_seed=seed, progress=True)
     _end_bar()
-    return out
+    return [o if isinstance(o, tuple) else (o,) for o in out]
 
 
-def _error_chunk(X, labels, start, groups, kind, fraction, seed, tile_rows=4096):
-    from dxrf.stats import hashed_split
+def error_pass(X, labels, groups: Sequence, *, fraction: float | None = None, seed: int = 0) -> list:
+    """ONE prediction pass scoring many linear models: :func:`dxrf.scoring.score_models`.
 
-    X = np.asarray(X)
-    lab = np.asarray(labels).reshape(-1)
-    n = X.shape[0]
-    mask = hashed_split(start, start + n, fraction, seed) if fraction is not None else np.zeros(n, dtype=bool)
-    out = []
-    with _limits():
-        for kernel, theta, intercept, k in groups:
-            p = theta.shape[1] // k
-            acc = np.zeros((2, p))
-            for a in range(0, n, tile_rows):
-                b = min(n, a + tile_rows)
-                S = kernel(X[a:b]) @ theta
-                S += intercept
-                if kind == "binary":
-                    wrong = (S > 0) != (lab[a:b, None] == 1)
-                elif kind == "multiclass":
-                    wrong = S.reshape(b - a, p, k).argmax(axis=2) != lab[a:b, None]
-                else:  # squared error of a single output
-                    wrong = (S - lab[a:b, None]) ** 2
-                m = mask[a:b]
-                acc[0] += wrong[~m].sum(axis=0)
-                acc[1] += wrong[m].sum(axis=0)
-            out.append(acc)
-    return out, np.array([n - mask.sum(), mask.sum()], dtype=np.int64)
-
-
-def _error_merge(*parts):
-    sums = [sum(p[0][g] for p in parts) for g in range(len(parts[0][0]))]
-    return sums, sum(p[1] for p in parts)
-
-
-def error_pass(X, labels, groups: Sequence, *, kind: str, fraction: float | None = None, seed: int = 0):
-    """ONE prediction pass scoring many linear models on candidate features.
-
-    ``groups``: ``(kernel, theta (M0, P*k) float32, intercept (P*k,), k)``;
-    features of each kernel are computed once per tile of rows and multiplied
-    by all ``P`` models at once. ``kind``: ``"binary"`` (labels 0/1, predict
-    1 where the score is > 0), ``"multiclass"`` (argmax over each model's ``k``
-    columns) or ``"squared"`` (labels are the response). Returns, per group,
-    error sums of shape ``(2, P)`` (rows outside / inside the hashed
-    validation split of ``fraction``; without a fraction everything is in row
-    0) and the row counts ``(2,)``.
+    ``groups`` are :class:`dxrf.scoring.LinearModels` (classification on
+    integer class codes ``labels``). Returns, per part of the rows (training
+    and validation with a ``fraction``, else all rows), the list of
+    :class:`dxrf.scoring.ModelScores` of every group.
     """
-    import dask
+    from dxrf.scoring import score_models
 
-    from dxrf.progress import compute
-
-    chunks = X.chunks[0]
-    starts = np.concatenate([[0], np.cumsum(chunks)[:-1]]).astype(int)
-    xb = list(X.to_delayed().ravel())
-    lb = _row_blocks(labels, chunks)
-    gd = _share(list(groups))
-    task = dask.delayed(_error_chunk, pure=False)
-    parts = [task(x, y, int(s), gd, kind, fraction, seed) for x, y, s in zip(xb, lb, starts)]
-    out = compute(_tree(parts, _error_merge), progress=True)
+    out = score_models(X, labels, groups, split=fraction, split_seed=seed, progress=True)
     _end_bar()
-    return out
+    return list(out) if fraction is not None else [out]
 
 
 # --------------------------------------------------------------------------- models on statistics
@@ -544,47 +419,44 @@ def regression_errors(fits: Iterable[Fit]) -> None:
 
 
 def model_groups(fits: Sequence[Fit], kernels: dict) -> tuple[list, list]:
-    """Stack the coefficient vectors of all models on each kernel's candidates.
+    """Stack the coefficients of all models on each kernel's candidates, for :func:`error_pass`.
 
-    Returns the groups for :func:`error_pass` and, per group, the list of
-    ``(fit, slice of model columns)``.
+    Returns one :class:`dxrf.scoring.LinearModels` per kernel and, per
+    kernel, the list of ``(fit, slice of its models in the stack)``.
     """
+    from dxrf.scoring import LinearModels
+
     by_group: dict[Any, list[Fit]] = defaultdict(list)
     for f in fits:
         by_group[f.group].append(f)
     groups, layout = [], []
     for g, fs in by_group.items():
-        kernel = kernels[g]
-        m0 = kernel.n_components
+        m0 = kernels[g].n_components
         k = fs[0].coefs.shape[2]
-        n_models = sum(f.coefs.shape[0] for f in fs)
-        theta = np.zeros((m0, n_models * k))
-        icpt = np.zeros(n_models * k)
-        spans = []
-        col = 0
+        coef = np.zeros((sum(f.coefs.shape[0] for f in fs), m0, k))
+        icpt = np.zeros((coef.shape[0], k))
+        spans, col = [], 0
         for f in fs:
             p = f.coefs.shape[0]
-            for j in range(p):
-                block = np.zeros((m0, k))
-                np.add.at(block, f.idx, f.scales[:, None] * f.coefs[j])
-                theta[:, (col + j) * k : (col + j + 1) * k] = block
-                icpt[(col + j) * k : (col + j + 1) * k] = f.intercepts[j]
+            # the fit's features are scales * z~[idx]; repeated candidates add up
+            np.add.at(coef[col : col + p], (slice(None), f.idx), f.scales[None, :, None] * f.coefs)
+            icpt[col : col + p] = f.intercepts
             spans.append((f, slice(col, col + p)))
             col += p
-        # the candidate map's own scale is inside kernel(); theta acts on z~
-        groups.append((kernel, theta.astype(np.float32), icpt.astype(np.float32), k))
+        groups.append(LinearModels(kernels[g], coef, icpt, task="classification"))
         layout.append(spans)
     return groups, layout
 
 
-def assign_errors(layout: list, result, parts: Sequence[str]) -> None:
-    """Store the error rates of an :func:`error_pass` in the fits (``parts`` names rows 0 and 1)."""
-    sums, counts = result
-    for spans, s in zip(layout, sums):
-        for f, sl in spans:
-            for row, part in enumerate(parts):
-                if part is not None and counts[row] > 0:
-                    f.err[part] = s[row, sl] / counts[row]
+def assign_errors(layout: list, result: list, parts: Sequence[str | None]) -> None:
+    """Store the error rates of an :func:`error_pass` in the fits (``parts`` names its parts of rows)."""
+    for scores, part in zip(result, parts):
+        if part is None:
+            continue
+        for spans, sc in zip(layout, scores):
+            if sc.n > 0:
+                for f, sl in spans:
+                    f.err[part] = sc.error[sl]
 
 
 def choose(fits: Iterable[Fit], group_key: Callable[[Fit], Any] = lambda f: f.key) -> dict:

@@ -181,13 +181,13 @@ def seed_fits(data, kernel, train, valid, sigma, seed, args, log) -> list:
         regression_errors(fits)
     else:
         groups, layout = model_groups(fits, {0: kernel})
-        n_models = groups[0][1].shape[1]
-        res = error_pass(data.X, data.labels, groups, kind="binary", fraction=VALIDATION_FRACTION, seed=seed)
-        if int(res[1][1]) != valid.n:  # the prediction pass must see exactly the statistics' validation rows
-            raise RuntimeError(f"validation rows differ: {int(res[1][1])} in the prediction pass, {valid.n} in the statistics")
+        n_models = groups[0].coef.shape[0]
+        res = error_pass(data.X, data.labels, groups, fraction=VALIDATION_FRACTION, seed=seed)
+        if res[1][0].n != valid.n:  # the prediction pass must see exactly the statistics' validation rows
+            raise RuntimeError(f"validation rows differ: {res[1][0].n} in the prediction pass, {valid.n} in the statistics")
         log.add("train", data.name, [(sigma, seed)], f"0-1 errors of {n_models} models on training/validation rows")
         assign_errors(layout, res, ("train", "valid"))
-        res = error_pass(data.X_test, data.labels_test, groups, kind="binary")
+        res = error_pass(data.X_test, data.labels_test, groups)
         log.add("test", data.name, [(sigma, seed)], f"0-1 errors of {n_models} models on test rows")
         assign_errors(layout, res, ("test", None))
     return fits

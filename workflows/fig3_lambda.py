@@ -137,12 +137,12 @@ def run(args: argparse.Namespace) -> dict:
                 error_kind = "MSE on the scaled response"
             else:
                 groups, layout = model_groups(fits, chosen_kernels)
-                res = error_pass(data.X, data.labels, groups, kind="binary", fraction=0.2, seed=0)
-                if int(res[1][1]) != stats[(s_best, 0)][1].n:
+                res = error_pass(data.X, data.labels, groups, fraction=0.2, seed=0)
+                if res[1][0].n != stats[(s_best, 0)][1].n:
                     raise RuntimeError("the prediction pass and the statistics disagree on the validation rows")
                 log.add("train", name, [(sigma, r) for r in range(reps)], "0-1 errors of every model on training/validation rows")
                 assign_errors(layout, res, ("train", "valid"))
-                res = error_pass(data.X_test, data.labels_test, groups, kind="binary")
+                res = error_pass(data.X_test, data.labels_test, groups)
                 log.add("test", name, [(sigma, r) for r in range(reps)], "0-1 errors of every model on test rows")
                 assign_errors(layout, res, ("test", None))
                 error_kind = "misclassification rate"

@@ -68,6 +68,8 @@ def run(args: argparse.Namespace) -> dict:
     from dxrf.selection import gram_spectrum, select_features
 
     from ._common import table
+    from dxrf.scoring import LinearModels
+
     from ._paper import (
         PassLog,
         Workdir,
@@ -131,15 +133,15 @@ def run(args: argparse.Namespace) -> dict:
                     mlp = MLPClassifier(hidden_layer_sizes=(25,), solver="lbfgs", max_iter=2000, random_state=r).fit(X_l, y_l)
                     errs["MLP (25 hidden units)"][k].append(float(np.mean(mlp.predict(data.Xtm) != data.Ytm)))
                 for meth, kern in feats.items():
-                    theta = np.stack([c for c, _ in coefs[meth]], axis=1).astype(np.float32)  # (M, len(ks))
-                    icpt = np.array([b for _, b in coefs[meth]], dtype=np.float32)
-                    groups.append((kern, theta, icpt, 1))
+                    coef = np.stack([c for c, _ in coefs[meth]])[:, :, None]  # (len(ks), M, 1)
+                    icpt = np.array([[b] for _, b in coefs[meth]])
+                    groups.append(LinearModels(kern, coef, icpt, task="classification"))
                     layout.append(meth)
-            sums, counts = error_pass(data.X_test, data.labels_test, groups, kind="binary")
+            (scores,) = error_pass(data.X_test, data.labels_test, groups)
             log.add("test", name, [(sigma, r) for r in range(reps)], "test 0-1 errors of every ELSS / RKS model")
-            for meth, s in zip(layout, sums):
+            for meth, sc in zip(layout, scores):
                 for j, k in enumerate(ks):
-                    errs[meth][k].append(float(s[0, j] / counts[0]))
+                    errs[meth][k].append(float(sc.error[j]))
             majority = 1.0 - float(max(np.mean(data.Ytm == c) for c in (0, 1)))
             rows = [[meth] + [fmt_ms(errs[meth][k], 3) for k in ks] for meth in METHODS]
             main3 = METHODS[:3]

@@ -122,8 +122,8 @@ def run(args: argparse.Namespace) -> dict:
         fits.append(ridge_fit(("linear (raw pixels)", d), {}, "linear (raw pixels)", tr, va, np.arange(d), np.ones(d), args.alphas))
         # one test pass: every family, m and alpha
         groups, layout = model_groups(fits, kernels)
-        say(f"test pass: {sum(g[1].shape[1] // 10 for g in groups)} classifiers")
-        res = error_pass(data.X_test, data.labels_test, groups, kind="multiclass")
+        say(f"test pass: {sum(g.coef.shape[0] for g in groups)} classifiers")
+        res = error_pass(data.X_test, data.labels_test, groups)
         log.add("test", "mnist", [(k, 0) for k in [*(f"q={q}" for q in args.pieces), sigma, "linear"]], "test errors of every model")
         assign_errors(layout, res, ("test", None))
         chosen = choose(fits)

@@ -70,7 +70,8 @@ from .._validation import check_dask_matrix, check_finite_rows, check_positive_i
 from ..features.kernel import FeatureKernel
 from ..options import get_options
 from ..progress import active_client, compute
-from ..stats import _as_row_blocks, hashed_split
+from ..engine import aligned_blocks, row_starts, ship, tree_reduce
+from ..stats import hashed_split
 from ._base import RandomFeatureModel, check_validation, is_selector, linear_predict
 
 __all__ = [
@@ -294,11 +295,8 @@ def _sum_field(values: list) -> Any:
     return total
 
 
-def _tree(parts: list, fan_in: int = 8) -> Any:
-    merge = dask.delayed(_add, pure=False)
-    while len(parts) > 1:
-        parts = [merge(*parts[i : i + fan_in]) for i in range(0, len(parts), fan_in)]
-    return parts[0]
+def _tree(parts: list) -> Any:
+    return tree_reduce(parts, _add, get_options().split_every)
 
 
 # -- running passes: in this process for NumPy, as chains of tasks for dask ------------------
@@ -320,10 +318,10 @@ class _Data:
         X = check_dask_matrix(X)
         chunks = X.chunks[0]
         self.n_chunks = len(chunks)
-        self.starts = [int(s) for s in np.concatenate([[0], np.cumsum(chunks)[:-1]])]
+        self.starts = row_starts(chunks)
         self.x = list(X.to_delayed().ravel())
-        self.y = _as_row_blocks(Y, chunks, "y", self.n)
-        self.m = _as_row_blocks(mask, chunks, "validation", self.n) if mask is not None else [None] * self.n_chunks
+        self.y = aligned_blocks(Y, chunks, "y")
+        self.m = aligned_blocks(mask, chunks, "validation") if mask is not None else [None] * self.n_chunks
 
 
 class _Runner:
@@ -336,13 +334,11 @@ class _Runner:
         self.has_validation = has_validation
         self.client = active_client() if data.lazy else None
         if data.lazy:
+            # shipped to the workers once per fit, not once per window
+            self.kernel_d = ship(kernel, broadcast=True)
             if self.client is not None:
-                # shipped to the workers once per fit, not once per window
-                self.kernel_d = self.client.scatter(kernel, broadcast=True, hash=False)
                 threads = sum(self.client.nthreads().values())
             else:
-                token = dask.base.tokenize(kernel)
-                self.kernel_d = dask.delayed(kernel, pure=True, name=f"dxrf-kernel-{token}")
                 threads = dask.config.get("num_workers", None) or os.cpu_count() or 1
             # chunks submitted at once along the chain: bounds what is loaded ahead
             self.window = max(4, 2 * int(threads))

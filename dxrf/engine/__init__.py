@@ -1,0 +1,34 @@
+"""The one pass engine: every pass of dxrf over rows of data runs through here.
+
+- :mod:`~dxrf.engine.blocks`: row blocks, their global starts, aligned columns, tile grids;
+- :mod:`~dxrf.engine.checks`: checks every block of a pass gets;
+- :mod:`~dxrf.engine.ship`: read-only arguments shipped once (scattered above a size);
+- :mod:`~dxrf.engine.lanes`: chains of chunks on the worker holding them;
+- :mod:`~dxrf.engine.reduce`: the memory-capped tree reduction;
+- :mod:`~dxrf.engine.run`: :class:`Pass` and :func:`run_pass`, in process or on Dask.
+
+The contract is in DESIGN.md ("The pass engine").
+"""
+
+from .blocks import Rows, aligned_blocks, cut_tiles, row_starts, tile_grid
+from .checks import check_block, check_columns
+from .reduce import MERGE_BYTES, fan_in, tree_reduce
+from .run import LocalPool, Pass, run_pass
+from .ship import ship
+
+__all__ = [
+    "MERGE_BYTES",
+    "LocalPool",
+    "Pass",
+    "Rows",
+    "aligned_blocks",
+    "check_block",
+    "check_columns",
+    "cut_tiles",
+    "fan_in",
+    "row_starts",
+    "run_pass",
+    "ship",
+    "tile_grid",
+    "tree_reduce",
+]
