@@ -32,6 +32,7 @@ from .selection import (
     select_features,
     suggested_n_components,
 )
+from .scoring import LinearModels, ModelScores, score_models
 from .stats import FeatureStats, accumulate
 
 __version__ = "0.1.0"
@@ -44,6 +45,9 @@ __all__ = [
     "RandomMaxoutFeatures",
     "RandomReLUFeatures",
     "accumulate",
+    "LinearModels",
+    "ModelScores",
+    "score_models",
     "RandomFeatureRidge",
     "RandomFeatureClassifier",
     "RandomFeatureSGDRegressor",

@@ -274,3 +274,17 @@ def test_run_pass_in_process_and_on_dask_agree(data):
     want = X.sum() + 2.0 * N
     assert run_pass(spec, X, (), (2.0,)) == pytest.approx(want)
     assert run_pass(spec, da.from_array(X, chunks=333), (), (2.0,)) == pytest.approx(want)
+
+
+def test_bench_multimap_smoke(tmp_path):
+    """The benchmark runs as the command would, and counts one read of X against K."""
+    from dxrf.workflows import bench_multimap
+    from dxrf.workflows._common import bench_args
+
+    args = bench_args(bench_multimap, ["--n-rows", "4e4", "--n-features", "6", "--m0", "40", "--chunk-rows", "10000",
+                                       "--repeats", "1", "--warm", "--out", str(tmp_path)])
+    res = bench_multimap.run(args)
+    assert res["bytes_read_multi"] == 4 * 10_000 * 6 * 4
+    assert res["bytes_read_singles"] == 4 * res["bytes_read_multi"]
+    assert res["multi_s"] > 0 and res["single_passes_s"] > 0
+    assert (tmp_path / "bench-multimap.json").exists()

@@ -5,13 +5,15 @@
 - :mod:`~dxrf.engine.ship`: read-only arguments shipped once (scattered above a size);
 - :mod:`~dxrf.engine.lanes`: chains of chunks on the worker holding them;
 - :mod:`~dxrf.engine.reduce`: the memory-capped tree reduction;
-- :mod:`~dxrf.engine.run`: :class:`Pass` and :func:`run_pass`, in process or on Dask.
+- :mod:`~dxrf.engine.run`: :class:`Pass` and :func:`run_pass`, in process or on Dask;
+- :mod:`~dxrf.engine.maps`: :func:`map_rows`, row-wise results (features, predictions).
 
 The contract is in DESIGN.md ("The pass engine").
 """
 
 from .blocks import Rows, aligned_blocks, cut_tiles, row_starts, tile_grid
 from .checks import check_block, check_columns
+from .maps import map_rows
 from .reduce import MERGE_BYTES, fan_in, tree_reduce
 from .run import LocalPool, Pass, run_pass
 from .ship import ship
@@ -26,6 +28,7 @@ __all__ = [
     "check_columns",
     "cut_tiles",
     "fan_in",
+    "map_rows",
     "row_starts",
     "run_pass",
     "ship",

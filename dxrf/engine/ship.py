@@ -34,7 +34,7 @@ def _is_future(obj: Any) -> bool:
     return isinstance(obj, Future)
 
 
-def ship(obj: Any, *, pure: bool = True, broadcast: bool = False) -> Any:
+def ship(obj: Any, *, pure: bool = True, broadcast: bool = False, scatter: bool = True) -> Any:
     """``obj`` as a graph input: a scattered future when large and a cluster exists, else a delayed value.
 
     Already shipped values (futures, delayed) pass through, so a caller that
@@ -42,12 +42,14 @@ def ship(obj: Any, *, pure: bool = True, broadcast: bool = False) -> Any:
     ``pure=False`` gives the delayed value a fresh key (for arguments that
     change between passes but hash alike, such as in-place updated arrays).
     ``broadcast=True`` scatters a large argument to every worker at once (for
-    chains of many tasks that all need it).
+    chains of many tasks that all need it). ``scatter=False`` always embeds
+    it in the graph once (for lazy collections handed to the user, which may
+    be computed after the client that scattered is gone).
     """
     if isinstance(obj, Delayed) or _is_future(obj):
         return obj
     client = active_client()
-    if client is not None and _nbytes(obj) > SHIP_BYTES:
+    if scatter and client is not None and _nbytes(obj) > SHIP_BYTES:
         return client.scatter(obj, hash=False, broadcast=broadcast)
     if not pure:
         return dask.delayed(obj, pure=False, traverse=False)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numbers
 
-import dask
 import dask.array as da
 import numpy as np
 from sklearn.base import (
@@ -27,6 +26,7 @@ from .._validation import (
     is_dask,
     make_rng,
 )
+from ..engine import map_rows
 from ..persist import SaveMixin
 from . import exact, samplers
 from .kernel import FeatureKernel
@@ -49,24 +49,11 @@ def _apply_kernel(block: np.ndarray, kernel: FeatureKernel) -> np.ndarray:
 
 
 def apply_kernel(X: np.ndarray | da.Array, kernel: FeatureKernel) -> np.ndarray | da.Array:
-    """Features ``z(X)``: eager for NumPy, a lazy ``map_blocks`` for dask.
-
-    The kernel enters the graph once, as a single delayed value, so its arrays
-    are shipped to each worker once rather than embedded in every task.
-    """
+    """Features ``z(X)``: eager for NumPy, a lazy map over row blocks for dask (:func:`dxrf.engine.map_rows`)."""
     if not is_dask(X):
         return kernel(X)
-    X = check_dask_matrix(X, n_features=kernel.n_features_in)
-    token = dask.base.tokenize(kernel)
-    kernel_key = dask.delayed(kernel, pure=True, name=f"dxrf-kernel-{token}")
-    return X.map_blocks(
-        _apply_kernel,
-        kernel_key,
-        chunks=(X.chunks[0], (kernel.n_components,)),
-        dtype=kernel.dtype,
-        meta=np.empty((0, 0), dtype=kernel.dtype),
-        name=f"dxrf-features-{dask.base.tokenize(X, token)}",
-    )
+    return map_rows(X, _apply_kernel, (kernel,), kernel.n_components, kernel.dtype,
+                    n_features=kernel.n_features_in, name="dxrf-features")
 
 
 class BaseRandomFeatures(SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import numbers
 
-import dask
 import dask.array as da
 import numpy as np
 from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._validation import check_dask_matrix, is_dask
+from ..engine import map_rows
 from ..features.kernel import FeatureKernel
 from ..features.maps import RandomFourierFeatures
 from ..persist import SaveMixin
@@ -61,19 +61,8 @@ def linear_predict(X: np.ndarray | da.Array, kernel: FeatureKernel, coef: np.nda
     intercept = np.asarray(intercept, dtype=np.float64)
     if not is_dask(X):
         return _predict_block(np.asarray(X), kernel, coef, intercept).astype(np.float64, copy=False)
-    X = check_dask_matrix(X, n_features=kernel.n_features_in)
-    token = dask.base.tokenize(kernel)
-    kernel_d = dask.delayed(kernel, pure=True, name=f"dxrf-kernel-{token}")
-    out = X.map_blocks(
-        _predict_block,
-        kernel_d,
-        coef,
-        intercept,
-        chunks=(X.chunks[0], (coef.shape[1],)),
-        dtype=np.float64,
-        meta=np.empty((0, 0), dtype=np.float64),
-    )
-    return out.astype(np.float64)
+    return map_rows(X, _predict_block, (kernel, coef, intercept), coef.shape[1], np.float64,
+                    n_features=kernel.n_features_in, name="dxrf-predict")
 
 
 class RandomFeatureModel(SaveMixin, BaseEstimator):

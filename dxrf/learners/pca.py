@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import numbers
 
-import dask
 import dask.array as da
 import numpy as np
 import scipy.linalg
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import check_dask_matrix, is_dask
+from .._validation import is_dask
+from ..engine import map_rows
 from ..features.kernel import FeatureKernel
 from ._base import RandomFeatureModel
 
@@ -209,20 +209,8 @@ class RandomFeaturePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Random
         scale = self._whiten_scale()
         if not is_dask(X):
             return _project_block(np.asarray(X), self.kernel_, self.mean_, self.components_, scale)
-        X = check_dask_matrix(X, n_features=self.kernel_.n_features_in)
-        token = dask.base.tokenize(self.kernel_)
-        kernel_d = dask.delayed(self.kernel_, pure=True, name=f"dxrf-kernel-{token}")
-        return X.map_blocks(
-            _project_block,
-            kernel_d,
-            self.mean_,
-            self.components_,
-            scale,
-            chunks=(X.chunks[0], (self.n_components_,)),
-            dtype=np.float64,
-            meta=np.empty((0, 0), dtype=np.float64),
-            name=f"dxrf-rfpca-{dask.base.tokenize(X, token, self.components_, self.mean_, scale)}",
-        )
+        return map_rows(X, _project_block, (self.kernel_, self.mean_, self.components_, scale), self.n_components_,
+                        np.float64, n_features=self.kernel_.n_features_in, name="dxrf-rfpca")
 
     def inverse_transform(self, X: np.ndarray | da.Array) -> np.ndarray | da.Array:
         """Map projections back to FEATURE space (not to the inputs).
@@ -243,10 +231,8 @@ class RandomFeaturePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Random
             if X.ndim != 2 or X.shape[1] != self.n_components_:
                 raise ValueError(f"X must have shape (n_samples, {self.n_components_}), got {X.shape}")
             X = X.rechunk({1: -1})
-            return X.map_blocks(
-                _inverse_block, self.mean_, self.components_, scale,
-                chunks=(X.chunks[0], (self.components_.shape[1],)), dtype=np.float64, meta=np.empty((0, 0)),
-            )
+            return map_rows(X, _inverse_block, (self.mean_, self.components_, scale), self.components_.shape[1],
+                            np.float64, name="dxrf-rfpca-inverse")
         X = np.asarray(X, dtype=np.float64)
         if X.ndim != 2 or X.shape[1] != self.n_components_:
             raise ValueError(f"X must have shape (n_samples, {self.n_components_}), got {X.shape}")
