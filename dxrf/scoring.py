@@ -20,7 +20,6 @@ import numpy as np
 from ._validation import check_dask_matrix, is_dask
 from .compensated import compensated_add
 from .engine import Pass, Rows, check_block, run_pass
-from .features.kernel import FeatureKernel
 
 __all__ = ["LinearModels", "ModelScores", "score_models"]
 

@@ -16,7 +16,7 @@ import numpy as np
 from ._buffers import thread_buffer
 from ._device import array_module, kernel_on, to_host
 from .compensated import CompensatedSums, packed_size
-from .engine import Pass, Rows, check_block, check_columns, tile_grid
+from .engine import Pass, Rows, check_block, check_columns
 from .features.kernel import FeatureKernel
 from .options import get_options
 
