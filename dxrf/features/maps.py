@@ -2,7 +2,7 @@
 
 Each map draws its random parameters once in ``fit`` (from ``random_state``)
 and maps ``z(x) = M^{-1/2} [phi(x, w_1), ..., phi(x, w_M)]`` so that
-``z(x)^T z(x')`` approximates a kernel ``k(x, x')`` (see ../DESIGN.md).
+``z(x)^T z(x')`` approximates a kernel ``k(x, x')`` (see DESIGN.md at the repository root).
 NumPy input gives NumPy output; a dask array gives a lazy dask array.
 """
 
