@@ -1,0 +1,116 @@
+"""Passes over (X, T): one :class:`_Spec` in, its finished sums out, through the pass engine.
+
+A logistic pass is a :class:`dxrf.engine.Pass` whose blocks are
+:func:`~.sums._block_sums` and whose partials are ``+``-merged;
+:func:`dxrf.engine.run_pass` runs it in this process (NumPy input) or on
+Dask. A fit makes many passes over the same data, so the runner keeps for
+the whole fit what does not change between them: the thread pool of NumPy
+passes, the shipped kernel and the labels placed on the cluster.
+"""
+
+from __future__ import annotations
+
+import dask.array as da
+import numpy as np
+
+from ..._validation import is_dask
+from ...engine import LocalPool, Pass, Rows, check_block, run_pass, ship
+from ...features.kernel import FeatureKernel
+from ...progress import active_client
+from .sums import _block_sums, _Final, _finalize, _Spec, _Sums, _tile_rows
+
+
+def _pass_block(
+    X: np.ndarray, columns: tuple, rows: Rows, kernel: FeatureKernel, spec: _Spec, tile_rows: int, check: bool, running: object
+) -> _Sums:
+    # the global first row places the block in the Hessian row sample and in error messages
+    (T,) = columns
+    return _block_sums(X, T, kernel, spec, tile_rows, row_offset=rows.start, check=check)
+
+
+def _merge(*parts: _Sums) -> _Sums:
+    total = parts[0]
+    for p in parts[1:]:
+        total = total + p
+    return total
+
+
+def _finish(sums: _Sums, kernel: FeatureKernel, *rest: object) -> _Final:
+    return _finalize(sums, kernel)
+
+
+def _partial_bytes(spec: _Spec, m: int) -> int:
+    """Bytes of one partial of a pass of ``spec``: the reduction keeps groups of them under its cap."""
+    ng, nh, nv = spec.grad.size, spec.hess.size, spec.hv.size
+    return 8 * (ng * (m + 2) + nh * (m + 1) ** 2 + spec.steps.size * spec.line.size + nv * (m + 1))
+
+
+class _PassRunner:
+    """Runs passes over (X, T): in this process for NumPy input, on the scheduler for dask.
+
+    ``count`` is the number of passes made. NumPy X is checked once here
+    (its blocks are then trusted); dask blocks are checked in their tasks.
+    """
+
+    def __init__(
+        self,
+        X: np.ndarray | da.Array,
+        T: np.ndarray | da.Array,
+        kernel: FeatureKernel,
+        progress: bool,
+        precise: bool = False,
+        hess_period: int = 1,
+    ) -> None:
+        self.kernel = kernel
+        self.precise = precise
+        self.hess_period = hess_period
+        self.progress = bool(progress)
+        self.count = 0
+        self.tile_rows = _tile_rows(kernel)
+        self.X, self.T = X, T
+        self._pool: LocalPool | None = None
+        self._kernel: object = kernel
+        if not is_dask(X):
+            check_block(X, kernel.n_features_in, 0)
+            # kept for the whole fit: its threads keep their scratch buffers between passes
+            self._pool = LocalPool()
+            return
+        k = T.shape[1]
+        chunks = X.chunks[0]
+        T = T.rechunk((chunks, (k,))) if is_dask(T) else da.from_array(T, chunks=(chunks, (k,)), name=False)
+        client = active_client()
+        if client is not None:
+            # labels are small: compute them (or ship NumPy ones) once, not in every pass
+            T = client.persist(T)
+        self.T = T
+        # shipped once per fit: every pass references the same handle
+        self._kernel = ship(kernel)
+
+    def close(self) -> None:
+        """Release the thread pool of NumPy passes, the shipped kernel and the labels held on the cluster."""
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+        self._kernel = self.T = None
+
+    def __call__(self, spec: _Spec) -> _Final:
+        self.count += 1
+        in_process = not is_dask(self.X)
+        step = Pass(
+            block=_pass_block,
+            merge=_merge,
+            finish=_finish,
+            unit_rows=self.tile_rows,  # in-process blocks of whole tiles
+            partial_bytes=_partial_bytes(spec, self.kernel.n_components),
+        )
+        # a fresh key for every pass's spec: specs of different passes may tokenize alike
+        shipped = spec if in_process else ship(spec, pure=False)
+        return run_pass(
+            step,
+            self.X,
+            (self.T,),
+            (self._kernel, shipped, self.tile_rows, not in_process),
+            progress=self.progress,
+            pool=self._pool,
+            names=("labels T",),
+        )
