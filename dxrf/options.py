@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import numbers
 from collections.abc import Iterator
 from typing import Any
 
@@ -54,6 +55,36 @@ class Options:
     progress: bool | None = False
 
 
+def _check_int(name: str, value: object, low: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"option {name} must be an integer, got {value!r}")
+    if value < low:
+        raise ValueError(f"option {name} must be at least {low}, got {value}")
+
+
+def _validated(opts: Options) -> Options:
+    """``opts`` after checking every field; raise TypeError/ValueError naming the option."""
+    _check_int("tile_bytes", opts.tile_bytes, 1)
+    _check_int("min_tile_rows", opts.min_tile_rows, 1)
+    _check_int("max_tile_rows", opts.max_tile_rows, 1)
+    if opts.min_tile_rows > opts.max_tile_rows:
+        raise ValueError(f"option min_tile_rows ({opts.min_tile_rows}) exceeds max_tile_rows ({opts.max_tile_rows})")
+    if opts.blas_threads is not None:
+        _check_int("blas_threads", opts.blas_threads, 1)
+    # a fan-in below 2 never shrinks the reduction
+    _check_int("split_every", opts.split_every, 2)
+    if opts.progress is not None and not isinstance(opts.progress, bool):
+        raise TypeError(f"option progress must be True, False or None, got {opts.progress!r}")
+    return opts
+
+
+def _changed(base: Options, changes: dict) -> Options:
+    unknown = set(changes) - {f.name for f in dataclasses.fields(Options)}
+    if unknown:
+        raise ValueError(f"unknown dxrf option(s): {sorted(unknown)}")
+    return _validated(dataclasses.replace(base, **changes))
+
+
 _OPTIONS = Options()
 
 
@@ -73,11 +104,8 @@ def options(**changes: Any) -> Iterator[Options]:
     ...     pass
     """
     global _OPTIONS
-    unknown = set(changes) - {f.name for f in dataclasses.fields(Options)}
-    if unknown:
-        raise ValueError(f"unknown dxrf option(s): {sorted(unknown)}")
     previous = _OPTIONS
-    _OPTIONS = dataclasses.replace(previous, **changes)
+    _OPTIONS = _changed(previous, changes)
     try:
         yield _OPTIONS
     finally:
@@ -87,7 +115,4 @@ def options(**changes: Any) -> Iterator[Options]:
 def set_options(**changes: Any) -> None:
     """Change runtime options for the rest of the process."""
     global _OPTIONS
-    unknown = set(changes) - {f.name for f in dataclasses.fields(Options)}
-    if unknown:
-        raise ValueError(f"unknown dxrf option(s): {sorted(unknown)}")
-    _OPTIONS = dataclasses.replace(_OPTIONS, **changes)
+    _OPTIONS = _changed(_OPTIONS, changes)
