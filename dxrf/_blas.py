@@ -6,7 +6,29 @@ import threading
 
 from threadpoolctl import ThreadpoolController
 
+try:  # threadpoolctl >= 3.8
+    from threadpoolctl import OpenBLASController as _OpenBLAS
+except ImportError:  # pragma: no cover
+    _OpenBLAS = None
+
 __all__ = ["blas_limit"]
+
+
+def _take_control() -> None:
+    """Let the calling thread set OpenBLAS's (process-wide) thread count.
+
+    threadpoolctl >= 3.8 lets only one "controlling" thread change a pthreads
+    OpenBLAS: the first thread that sets a limit, until it ends or clears
+    itself (``with threadpool_limits(...)`` does; ``limit()`` without ``with``
+    never does). Calls from any other thread are silently ignored. Here limits
+    are set by whichever task thread enters first and restored by the last one
+    to leave, so a pool thread's ``limit(1)`` was dropped while an earlier
+    thread of the pool was alive: its syrk ran on 2 BLAS threads and rounded
+    float32 Grams differently (the intermittent bitwise-identity failures).
+    Called under ``blas_limit._lock``, which serialises every change we make.
+    """
+    if _OpenBLAS is not None and hasattr(_OpenBLAS, "clear_controlling_thread"):
+        _OpenBLAS.clear_controlling_thread(force=True)
 
 
 class blas_limit:
@@ -35,6 +57,7 @@ class blas_limit:
             if cls._depth == 0:
                 if cls._controller is None:
                     cls._controller = ThreadpoolController()
+                _take_control()
                 cls._active = cls._controller.limit(limits=self.threads, user_api="blas")
             cls._depth += 1
 
@@ -45,5 +68,7 @@ class blas_limit:
         with cls._lock:
             cls._depth -= 1
             if cls._depth == 0:
+                _take_control()
                 cls._active.restore_original_limits()
                 cls._active = None
+                _take_control()  # hold no control between tasks: other code may set limits then
