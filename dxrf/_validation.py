@@ -7,21 +7,47 @@ import warnings
 
 import dask.array as da
 import numpy as np
+from sklearn.utils.validation import validate_data
 
 from ._device import array_module, to_host
 
 __all__ = [
+    "ParameterTypeError",
     "is_dask",
+    "is_integer",
     "make_rng",
+    "check_X",
+    "check_bool",
+    "check_choice",
     "check_dask_matrix",
     "check_finite_rows",
     "check_float_dtype",
+    "check_fraction",
+    "check_int",
+    "check_nonnegative",
+    "check_positive_float",
     "check_positive_int",
+    "check_subset",
 ]
+
+
+class ParameterTypeError(TypeError, ValueError):
+    """A parameter of the wrong type.
+
+    A ``TypeError``, and also a ``ValueError`` (as scikit-learn's own
+    ``InvalidParameterError`` is): scikit-learn's convention is a
+    ``ValueError`` for any bad estimator parameter, so callers catching
+    either keep working.
+    """
 
 
 def is_dask(X: object) -> bool:
     return isinstance(X, da.Array)
+
+
+def is_integer(value: object) -> bool:
+    """True for a Python or NumPy integer, False for ``bool`` (which is one to Python)."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 def check_finite_rows(A: np.ndarray, name: str, row_offset: int = 0) -> None:
@@ -62,18 +88,120 @@ def check_float_dtype(dtype: object, name: str = "dtype") -> np.dtype:
     try:
         dt = np.dtype(dtype)
     except TypeError as exc:
-        raise TypeError(f"{name} must be float32 or float64, got {dtype!r}") from exc
+        raise ParameterTypeError(f"{name} must be float32 or float64, got {dtype!r}") from exc
     if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
         raise ValueError(f"{name} must be float32 or float64, got {dt}")
     return dt
 
 
-def check_positive_int(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be a positive integer, got {value!r}")
-    if value <= 0:
-        raise ValueError(f"{name} must be a positive integer, got {value}")
+def check_int(
+    value: object, name: str, *, low: int = 1, high: int | None = None, allow_none: bool = False, what: str | None = None
+) -> int | None:
+    """``value`` as an ``int`` in ``[low, high]`` (``high=None``: no upper bound).
+
+    Raises :class:`ParameterTypeError` for a non-integer (``bool`` included)
+    and ``ValueError`` for one out of range, both reading
+    ``"{name} must be {what}, got ..."``. ``what`` defaults to a phrase made
+    from the bounds; ``allow_none`` passes ``None`` through.
+    """
+    if what is None:
+        if high is not None:
+            what = f"an integer in {low}..{high}"
+        else:
+            what = "a positive integer" if low == 1 else f"an integer >= {low}"
+        if allow_none:
+            what += " or None"
+    if value is None and allow_none:
+        return None
+    if not is_integer(value):
+        raise ParameterTypeError(f"{name} must be {what}, got {value!r}")
+    if value < low or (high is not None and value > high):
+        raise ValueError(f"{name} must be {what}, got {value}")
     return int(value)
+
+
+def check_positive_int(value: object, name: str, *, allow_none: bool = False, what: str | None = None) -> int | None:
+    """``value`` as a positive ``int`` (see :func:`check_int`)."""
+    return check_int(value, name, low=1, allow_none=allow_none, what=what)
+
+
+def _check_real(value: object, name: str, what: str, ok: bool) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ParameterTypeError(f"{name} must be {what}, got {value!r}")
+    if not ok:
+        raise ValueError(f"{name} must be {what}, got {value!r}")
+    return float(value)
+
+
+def check_positive_float(value: object, name: str, *, what: str = "a positive finite number") -> float:
+    """``value`` as a finite ``float > 0``.
+
+    Raises :class:`ParameterTypeError` for a non-number (``bool`` included)
+    and ``ValueError`` otherwise, both reading ``"{name} must be {what}, got ..."``.
+    """
+    ok = isinstance(value, numbers.Real) and bool(np.isfinite(value)) and value > 0
+    return _check_real(value, name, what, ok)
+
+
+def check_nonnegative(
+    value: object, name: str, *, finite: bool = True, what: str = "a non-negative number"
+) -> float:
+    """``value`` as a ``float >= 0``, finite unless ``finite=False`` (see :func:`check_positive_float`)."""
+    ok = isinstance(value, numbers.Real) and value >= 0 and (not finite or bool(np.isfinite(value)))
+    return _check_real(value, name, what, ok)
+
+
+def check_fraction(value: object, name: str, *, what: str = "a fraction in (0, 1)") -> float:
+    """``value`` as a ``float`` strictly between 0 and 1 (see :func:`check_positive_float`)."""
+    ok = isinstance(value, numbers.Real) and 0 < value < 1
+    return _check_real(value, name, what, ok)
+
+
+def check_bool(value: object, name: str) -> bool:
+    """``value`` as a ``bool``; NumPy booleans pass, and nothing else (not 0 or 1)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ParameterTypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def check_choice(value: object, name: str, choices: tuple) -> object:
+    """``value`` if it is one of ``choices``, else ``ValueError`` listing them."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+    return value
+
+
+def check_subset(index: object, scales: object, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """A selection of columns ``index`` (repetitions allowed) of ``n``, and its scales.
+
+    Returns ``index`` as a 1-d ``intp`` array and ``scales`` as float64 of the
+    same shape (ones when ``scales`` is None), the checks of every ``subset``
+    of features (kernels, statistics).
+    """
+    index = np.asarray(index, dtype=np.intp)
+    if index.ndim != 1 or index.size == 0:
+        raise ValueError("index must be a non-empty 1-d array of feature indices")
+    if index.min() < 0 or index.max() >= n:
+        raise ValueError(f"index out of range for {n} features")
+    s = np.ones(index.size) if scales is None else np.asarray(scales, dtype=np.float64)
+    if s.shape != index.shape:
+        raise ValueError(f"scales has shape {s.shape}; expected {index.shape}")
+    return index, s
+
+
+def check_X(estimator: object, X: object, *, reset: bool) -> np.ndarray | da.Array:
+    """``X`` checked for ``estimator``: a dask matrix lazily, anything else by scikit-learn.
+
+    Dask input goes through :func:`check_dask_matrix` (nothing computed) and
+    sets or checks ``estimator.n_features_in_`` as scikit-learn's
+    ``validate_data`` does for NumPy input, which becomes float64 or float32.
+    """
+    if is_dask(X):
+        X = check_dask_matrix(X, n_features=None if reset else estimator.n_features_in_)
+        if reset:
+            estimator.n_features_in_ = X.shape[1]
+        return X
+    return validate_data(estimator, X, reset=reset, dtype=[np.float64, np.float32], accept_sparse=False)
 
 
 def check_dask_matrix(X: da.Array, name: str = "X", n_features: int | None = None) -> da.Array:

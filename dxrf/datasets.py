@@ -29,7 +29,6 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import math
-import numbers
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -39,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from . import io as _io
+from ._validation import check_fraction, check_int
 
 __all__ = ["Dataset", "data_dir", "load", "names", "to_zarr"]
 
@@ -169,18 +169,12 @@ def _file(rel: str) -> Path:
 # --------------------------------------------------------------------------- helpers
 
 
-def _check_fraction(value: object, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < value < 1:
-        raise ValueError(f"{name} must be a number strictly between 0 and 1, got {value!r}")
-    return float(value)
+def _check_test_size(value: object) -> float:
+    return check_fraction(value, "test_size", what="a number strictly between 0 and 1")
 
 
 def _check_n_rows(n_rows: object) -> int | None:
-    if n_rows is None:
-        return None
-    if isinstance(n_rows, bool) or not isinstance(n_rows, numbers.Integral) or n_rows < 2:
-        raise ValueError(f"n_rows must be an integer >= 2 or None, got {n_rows!r}")
-    return int(n_rows)
+    return check_int(n_rows, "n_rows", low=2, allow_none=True)
 
 
 def _n_test(n: int, test_size: float) -> int:
@@ -302,7 +296,7 @@ def _load_epileptic(
     by_group: bool = False,
     n_rows: int | None = None,
 ) -> Dataset:
-    test_size = _check_fraction(test_size, "test_size")
+    test_size = _check_test_size(test_size)
     n_rows = _check_n_rows(n_rows)
     path = _file("epileptic_seizure/epileptic_seizure_recognition.csv.gz")
     df = pd.read_csv(path)
@@ -448,7 +442,7 @@ def _flights_frame(name: str, df: pd.DataFrame) -> pd.DataFrame:
 def _load_flights(
     name: str, *, test_size: float = 0.1, random_state: int = 0, n_rows: int | None = None
 ) -> Dataset:
-    test_size = _check_fraction(test_size, "test_size")
+    test_size = _check_test_size(test_size)
     n_rows = _check_n_rows(n_rows)
     spec = _FLIGHTS[name]
     path = _file(spec["file"])
@@ -495,7 +489,7 @@ def _flights_to_zarr(
     random_state: int = 0,
     n_rows: int | None = None,
 ) -> _io.IngestReport:
-    test_size = _check_fraction(test_size, "test_size")
+    test_size = _check_test_size(test_size)
     n_rows = _check_n_rows(n_rows)
     spec = _FLIGHTS[name]
     path = _file(spec["file"])
@@ -529,8 +523,7 @@ def _flights_to_zarr(
 
 
 def _load_uci(name: str, *, split: int = 0, n_rows: int | None = None) -> Dataset:
-    if isinstance(split, bool) or not isinstance(split, numbers.Integral) or not 0 <= split <= 9:
-        raise ValueError(f"split must be an integer in 0..9 (a column of the test mask), got {split!r}")
+    check_int(split, "split", low=0, high=9, what="an integer in 0..9 (a column of the test mask)")
     n_rows = _check_n_rows(n_rows)
     path = _file(f"uci_regression_yang2016/{name}.csv.gz")
     mask_path = _file(f"uci_regression_yang2016/{name}_test_mask.csv.gz")

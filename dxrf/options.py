@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import numbers
 from collections.abc import Iterator
 from typing import Any
+
+from ._validation import check_int
 
 __all__ = ["Options", "get_options", "options"]
 
@@ -56,10 +57,7 @@ class Options:
 
 
 def _check_int(name: str, value: object, low: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"option {name} must be an integer, got {value!r}")
-    if value < low:
-        raise ValueError(f"option {name} must be at least {low}, got {value}")
+    check_int(value, f"option {name}", low=low)
 
 
 def _validated(opts: Options) -> Options:

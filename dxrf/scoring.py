@@ -12,14 +12,14 @@ number of workers.
 from __future__ import annotations
 
 import dataclasses
-import numbers
 from collections.abc import Sequence
 
 import numpy as np
 
-from ._validation import check_dask_matrix, is_dask
+from ._validation import check_choice, check_dask_matrix, check_subset, is_dask
 from .compensated import compensated_add
 from .engine import Pass, Rows, check_block, run_pass
+from .stats import check_split, hashed_split, resolve_kernel
 
 __all__ = ["LinearModels", "ModelScores", "score_models"]
 
@@ -83,14 +83,10 @@ class _Group:
     """One :class:`LinearModels` made ready for the pass: coefficients on the candidate features."""
 
     def __init__(self, models: LinearModels, X: object) -> None:
-        from .stats import resolve_kernel
-
         if not isinstance(models, LinearModels):
             raise TypeError(f"models must be LinearModels, got {type(models).__name__}")
-        if models.task not in TASKS:
-            raise ValueError(f"task must be one of {TASKS}, got {models.task!r}")
-        if models.link not in LINKS:
-            raise ValueError(f"link must be one of {LINKS}, got {models.link!r}")
+        check_choice(models.task, "task", TASKS)
+        check_choice(models.link, "link", LINKS)
         kernel = resolve_kernel(models.features, X)
         coef = np.asarray(models.coef, dtype=np.float64)
         if coef.ndim == 1:
@@ -116,14 +112,9 @@ class _Group:
                 raise ValueError(f"coef has {m} rows but the feature map has {kernel.n_components} features")
             theta = coef
         else:
-            index = np.asarray(models.index, dtype=np.intp).reshape(-1)
+            index, s = check_subset(models.index, models.scales, kernel.n_components)
             if index.shape != (m,):
                 raise ValueError(f"index has {index.size} entries but coef has {m} rows")
-            if index.size and (index.min() < 0 or index.max() >= kernel.n_components):
-                raise ValueError(f"index out of range for {kernel.n_components} features")
-            s = np.ones(m) if models.scales is None else np.asarray(models.scales, dtype=np.float64).reshape(-1)
-            if s.shape != (m,):
-                raise ValueError(f"scales has {s.size} entries but coef has {m} rows")
             # repeated indices add up: one column of candidate features serves all its copies
             theta = np.zeros((p, kernel.n_components, k))
             np.add.at(theta, (slice(None), index), s[None, :, None] * coef)
@@ -227,8 +218,6 @@ def _tile_into(cfg: _ScoreConfig, X, y, mask, hi: np.ndarray, lo: np.ndarray) ->
 
 
 def _block_mask(rows: Rows, n: int, mask, cfg: _ScoreConfig):
-    from .stats import hashed_split
-
     if cfg.fraction is not None:
         return hashed_split(rows.start, rows.start + n, cfg.fraction, cfg.seed)
     return None if mask is None else np.asarray(mask, dtype=bool).reshape(-1)
@@ -325,16 +314,7 @@ def score_models(
         raise ValueError(f"the models' feature maps expect different numbers of input columns: {sorted(d)}")
     if y is None:
         raise ValueError("y is required to score models")
-    fraction, mask = None, None
-    if split is not None:
-        if hasattr(split, "shape"):
-            if np.dtype(split.dtype) != np.dtype(bool):
-                raise TypeError(f"split mask must be boolean, got dtype {split.dtype}")
-            mask = split
-        elif isinstance(split, bool) or not isinstance(split, numbers.Real) or not 0.0 < float(split) < 1.0:
-            raise ValueError(f"split must be a fraction in (0, 1) or a boolean mask, got {split!r}")
-        else:
-            fraction = float(split)
+    fraction, mask = check_split(split)
     if is_dask(X):
         X = check_dask_matrix(X, n_features=d.pop())
     else:

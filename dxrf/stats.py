@@ -18,7 +18,7 @@ import dask.array as da
 import numpy as np
 
 from ._blas import blas_limit
-from ._validation import check_dask_matrix, is_dask
+from ._validation import check_dask_matrix, check_fraction, check_int, check_subset, is_dask
 from .compensated import CompensatedSums as _Sums  # noqa: F401 - the partials' type, named here for tests
 from .compensated import packed_size as _packed_size  # noqa: F401
 from .engine import run_pass, tile_grid
@@ -151,14 +151,7 @@ class FeatureStats:
         The selected feature ``j`` is ``scales[j] * z_{index[j]}``; indices may
         repeat. Its Gram is ``S G[index, index] S`` with ``S = diag(scales)``.
         """
-        index = np.asarray(index, dtype=np.intp)
-        if index.ndim != 1 or index.size == 0:
-            raise ValueError("index must be a non-empty 1-d array of feature indices")
-        if index.min() < 0 or index.max() >= self.n_components:
-            raise ValueError(f"index out of range for {self.n_components} features")
-        s = np.ones(index.size) if scales is None else np.asarray(scales, dtype=np.float64)
-        if s.shape != index.shape:
-            raise ValueError(f"scales has shape {s.shape}; expected {index.shape}")
+        index, s = check_subset(index, scales, self.n_components)
         gram = self.gram[np.ix_(index, index)] * np.outer(s, s)
         cross = None if self.cross is None else self.cross[index] * s[:, None]
         return FeatureStats(gram, self.sum[index] * s, self.n, cross, self.ysum, self.yy)
@@ -264,14 +257,12 @@ def resolve_kernel(features: object, X: np.ndarray | da.Array | None = None) -> 
 
 
 
-def _check_split(split: object) -> tuple[float | None, object]:
-    """``(fraction, mask)`` from ``accumulate``'s ``split`` argument."""
+def check_split(split: object) -> tuple[float | None, object]:
+    """``(fraction, mask)`` from a pass's ``split`` argument: a fraction in (0, 1) or a boolean mask."""
     if split is None:
         return None, None
     if not hasattr(split, "shape"):
-        if isinstance(split, bool) or not isinstance(split, numbers.Real) or not 0.0 < float(split) < 1.0:
-            raise ValueError(f"split must be a fraction in (0, 1) or a boolean mask, got {split!r}")
-        return float(split), None
+        return check_fraction(split, "split", what="a fraction in (0, 1) or a boolean mask"), None
     if np.dtype(split.dtype) != np.dtype(bool):
         raise TypeError(f"split mask must be boolean, got dtype {split.dtype}")
     return None, split
@@ -359,11 +350,9 @@ def accumulate(
     d = {k.n_features_in for k in kernels}
     if len(d) > 1:
         raise ValueError(f"the feature maps expect different numbers of input columns: {sorted(d)}")
-    if tile_rows is not None and (isinstance(tile_rows, bool) or not isinstance(tile_rows, numbers.Integral) or tile_rows < 1):
-        raise ValueError(f"tile_rows must be a positive integer, got {tile_rows!r}")
-    if split_every is not None and (isinstance(split_every, bool) or not isinstance(split_every, numbers.Integral) or split_every < 2):
-        raise ValueError(f"split_every must be an integer of at least 2, got {split_every!r}")
-    fraction, mask = _check_split(split)
+    tile_rows = check_int(tile_rows, "tile_rows", allow_none=True, what="a positive integer")
+    split_every = check_int(split_every, "split_every", low=2, allow_none=True, what="an integer of at least 2")
+    fraction, mask = check_split(split)
 
     if not is_dask(X):
         X = np.asarray(X)

@@ -8,6 +8,7 @@ import functools
 import numpy as np
 
 from .._device import array_module, is_device_array
+from .._validation import check_choice, check_subset
 from . import blocks
 
 __all__ = ["FeatureKernel", "ACTIVATIONS"]
@@ -56,8 +57,7 @@ class FeatureKernel:
     bandwidth: float = 1.0
 
     def __post_init__(self) -> None:
-        if self.activation not in ACTIVATIONS:
-            raise ValueError(f"activation must be one of {ACTIVATIONS}, got {self.activation!r}")
+        check_choice(self.activation, "activation", ACTIVATIONS)
         if (self.W is None) == (self.signs is None):
             raise ValueError("exactly one of W and signs must be given")
 
@@ -131,14 +131,7 @@ class FeatureKernel:
 
         The new column ``j`` is ``scales[j] * z_{index[j]}``.
         """
-        index = np.asarray(index, dtype=np.intp)
-        if index.ndim != 1 or index.size == 0:
-            raise ValueError("index must be a non-empty 1-d array of column indices")
-        if index.min() < 0 or index.max() >= self.n_components:
-            raise ValueError(f"index out of range for {self.n_components} features")
-        scales = np.ones(index.size) if scales is None else np.asarray(scales, dtype=np.float64)
-        if scales.shape != index.shape:
-            raise ValueError("scales must have the same length as index")
+        index, scales = check_subset(index, scales, self.n_components)
         base = self.dense()
         q = base.pieces
         W = base.W.reshape(base.n_features_in, -1, q)[:, index, :].reshape(base.n_features_in, -1)

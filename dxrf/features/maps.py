@@ -8,8 +8,6 @@ NumPy input gives NumPy output; a dask array gives a lazy dask array.
 
 from __future__ import annotations
 
-import numbers
-
 import dask.array as da
 import numpy as np
 from sklearn.base import (
@@ -17,11 +15,13 @@ from sklearn.base import (
     ClassNamePrefixFeaturesOutMixin,
     TransformerMixin,
 )
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from .._validation import (
-    check_dask_matrix,
+    check_X,
+    check_choice,
     check_float_dtype,
+    check_positive_float,
     check_positive_int,
     is_dask,
     make_rng,
@@ -56,7 +56,39 @@ def apply_kernel(X: np.ndarray | da.Array, kernel: FeatureKernel) -> np.ndarray 
                     n_features=kernel.n_features_in, name="dxrf-features")
 
 
-class BaseRandomFeatures(SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class KernelTransformer(SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+    """A transformer whose fitted ``kernel_`` makes its features: the maps and the selectors.
+
+    Subclasses set ``kernel_`` (a :class:`FeatureKernel`) and
+    ``_n_features_out`` in ``fit``; not for direct use.
+    """
+
+    def _validate_X(self, X: object, reset: bool) -> np.ndarray | da.Array:
+        return check_X(self, X, reset=reset)
+
+    def transform(self, X: np.ndarray | da.Array) -> np.ndarray | da.Array:
+        """The fitted features ``z(X)``.
+
+        Parameters
+        ----------
+        X : array-like or dask array of shape (n_samples, n_features)
+
+        Returns
+        -------
+        Z : ndarray or dask array of shape (n_samples, n_components)
+            In the features' dtype; lazy for dask input.
+        """
+        check_is_fitted(self, "kernel_")
+        X = self._validate_X(X, reset=False)
+        return apply_kernel(X, self.kernel_)
+
+    def __sklearn_tags__(self):  # noqa: D105
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags.preserves_dtype = []
+        return tags
+
+
+class BaseRandomFeatures(KernelTransformer):
     """Common machinery of the random feature maps; not for direct use."""
 
     _scale_factor = 1.0  # phi is scaled by sqrt(_scale_factor / M)
@@ -79,14 +111,6 @@ class BaseRandomFeatures(SaveMixin, ClassNamePrefixFeaturesOutMixin, Transformer
         raise NotImplementedError
 
     # -- scikit-learn API -----------------------------------------------
-    def _validate_input(self, X: object, reset: bool) -> np.ndarray | da.Array:
-        if is_dask(X):
-            X = check_dask_matrix(X, n_features=None if reset else self.n_features_in_)
-            if reset:
-                self.n_features_in_ = X.shape[1]
-            return X
-        return validate_data(self, X, reset=reset, dtype=[np.float64, np.float32], accept_sparse=False)
-
     def fit(self, X: np.ndarray | da.Array, y: object = None) -> BaseRandomFeatures:
         """Draw the random parameters.
 
@@ -102,31 +126,10 @@ class BaseRandomFeatures(SaveMixin, ClassNamePrefixFeaturesOutMixin, Transformer
         self
         """
         self._check_params()
-        X = self._validate_input(X, reset=True)
+        X = self._validate_X(X, reset=True)
         self.kernel_ = self._make_kernel(X, make_rng(self.random_state))
         self._n_features_out = self.kernel_.n_components
         return self
-
-    def transform(self, X: np.ndarray | da.Array) -> np.ndarray | da.Array:
-        """Map rows to random features.
-
-        Parameters
-        ----------
-        X : array-like or dask array of shape (n_samples, n_features)
-
-        Returns
-        -------
-        Z : ndarray or dask array of shape (n_samples, n_components)
-            In the map's ``dtype``; lazy for dask input.
-        """
-        check_is_fitted(self, "kernel_")
-        X = self._validate_input(X, reset=False)
-        return apply_kernel(X, self.kernel_)
-
-    def __sklearn_tags__(self):  # noqa: D105
-        tags = super().__sklearn_tags__()
-        tags.transformer_tags.preserves_dtype = []
-        return tags
 
     @property
     def components_(self) -> np.ndarray:
@@ -157,11 +160,7 @@ def _resolve_bandwidth(bandwidth: object, X: np.ndarray | da.Array, rng: np.rand
         if bandwidth != "median":
             raise ValueError(f"bandwidth must be a positive number or 'median', got {bandwidth!r}")
         return samplers.median_distance(_median_sample(X, rng, size), metric)
-    if isinstance(bandwidth, bool) or not isinstance(bandwidth, numbers.Real):
-        raise TypeError(f"bandwidth must be a positive number or 'median', got {bandwidth!r}")
-    if not np.isfinite(bandwidth) or bandwidth <= 0:
-        raise ValueError(f"bandwidth must be a positive finite number, got {bandwidth}")
-    return float(bandwidth)
+    return check_positive_float(bandwidth, "bandwidth")
 
 
 class RandomFourierFeatures(BaseRandomFeatures):
@@ -244,10 +243,8 @@ class RandomFourierFeatures(BaseRandomFeatures):
 
     def _check_params(self) -> None:
         super()._check_params()
-        if self.kernel not in FOURIER_KERNELS:
-            raise ValueError(f"kernel must be one of {FOURIER_KERNELS}, got {self.kernel!r}")
-        if self.sampling not in SAMPLINGS:
-            raise ValueError(f"sampling must be one of {SAMPLINGS}, got {self.sampling!r}")
+        check_choice(self.kernel, "kernel", FOURIER_KERNELS)
+        check_choice(self.sampling, "sampling", SAMPLINGS)
         if self.sampling in ("orthogonal", "structured") and self.kernel != "gaussian":
             raise ValueError(f"sampling={self.sampling!r} is defined for the gaussian kernel only, not {self.kernel!r}")
         check_positive_int(self.median_samples, "median_samples")

@@ -9,14 +9,12 @@ statistics (sub-blocks, no further pass) to the solver.
 
 from __future__ import annotations
 
-import numbers
-
 import dask.array as da
 import numpy as np
 from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._validation import check_dask_matrix, is_dask
+from .._validation import check_fraction, check_X, is_dask
 from ..engine import map_rows
 from ..features.kernel import FeatureKernel
 from ..features.maps import RandomFourierFeatures
@@ -41,9 +39,7 @@ def check_validation(validation: object, n: int | None = None) -> object:
         if n is not None and validation.shape[0] != n:
             raise ValueError(f"validation mask has {validation.shape[0]} rows but X has {n}")
         return validation
-    if isinstance(validation, bool) or not isinstance(validation, numbers.Real) or not 0 < float(validation) < 1:
-        raise ValueError(f"validation must be a fraction in (0, 1) or a boolean mask, got {validation!r}")
-    return float(validation)
+    return check_fraction(validation, "validation", what="a fraction in (0, 1) or a boolean mask")
 
 
 def _predict_block(X: np.ndarray, kernel: FeatureKernel, coef: np.ndarray, intercept: np.ndarray) -> np.ndarray:
@@ -88,13 +84,22 @@ class RandomFeatureModel(SaveMixin, BaseEstimator):
             features.set_params(random_state=seed)
         return features
 
+    def _fit_map(self, features: object, X: np.ndarray | da.Array) -> FeatureKernel:
+        """Fit a feature map (no Gram, no pass) and keep it as ``features_`` and ``kernel_``.
+
+        Sets ``n_passes_``: a bandwidth estimated from sampled rows reads X once.
+        """
+        features.fit(X)
+        kernel = getattr(features, "kernel_", None)
+        if not isinstance(kernel, FeatureKernel):
+            raise TypeError(f"features must be a dxrf feature map with a fitted kernel_, got {type(features).__name__}")
+        self.features_ = features
+        self.kernel_ = kernel
+        self.n_passes_ = int(isinstance(features.get_params().get("bandwidth"), str))
+        return kernel
+
     def _validate_X(self, X: object, reset: bool) -> np.ndarray | da.Array:
-        if is_dask(X):
-            X = check_dask_matrix(X, n_features=None if reset else self.n_features_in_)
-            if reset:
-                self.n_features_in_ = X.shape[1]
-            return X
-        return validate_data(self, X, reset=reset, dtype=[np.float64, np.float32])
+        return check_X(self, X, reset=reset)
 
     def _validate_Xy(self, X: object, y: object, *, y_numeric: bool, multi_output: bool):
         if y is None:
@@ -136,9 +141,8 @@ class RandomFeatureModel(SaveMixin, BaseEstimator):
             passes = features.n_passes_
             kernel = candidates.kernel_
         else:
-            features.fit(X)
-            passes = int(isinstance(features.get_params().get("bandwidth"), str))
-            kernel = features.kernel_
+            kernel = self._fit_map(features, X)
+            passes = self.n_passes_
         stats = accumulate(X, Y, kernel, split=validation, split_seed=validation_seed)
         passes += 1
         train, valid = stats if validation is not None else (stats, None)

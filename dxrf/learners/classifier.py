@@ -9,7 +9,7 @@ from sklearn.base import ClassifierMixin
 from sklearn.utils.metaestimators import available_if
 
 from .._labels import class_labels, encode_classes
-from .._validation import is_dask
+from .._validation import check_choice, is_dask
 from ._base import RandomFeatureModel, is_selector, linear_predict
 from .ridge import _RidgeSolveMixin, check_alphas
 
@@ -127,8 +127,7 @@ class RandomFeatureClassifier(_RidgeSolveMixin, ClassifierMixin, RandomFeatureMo
         -------
         self
         """
-        if self.loss not in LOSSES:
-            raise ValueError(f"loss must be one of {LOSSES}, got {self.loss!r}")
+        check_choice(self.loss, "loss", LOSSES)
         grid = check_alphas(self.alpha, self.alphas)
         if self.loss == "logistic" and grid is not None:
             raise ValueError("alphas (a one-pass penalty path) is available for loss='squared'; for logistic use alpha")
@@ -160,10 +159,7 @@ class RandomFeatureClassifier(_RidgeSolveMixin, ClassifierMixin, RandomFeatureMo
             # the selector needs the candidates' statistics: one pass
             self._features_pass(X, T, task="classification", classes=self.classes_)
         else:
-            features.fit(X)
-            self.features_ = features
-            self.kernel_ = features.kernel_
-            self.n_passes_ = int(isinstance(features.get_params().get("bandwidth"), str))
+            self._fit_map(features, X)
         result = fit_logistic(
             X, T, self.kernel_, alpha=float(self.alpha), solver=self.solver, max_iter=self.max_iter,
             tol=self.tol, fit_intercept=self.fit_intercept, hessian_rows=self.hessian_rows,

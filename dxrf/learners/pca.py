@@ -10,15 +10,13 @@ materialising ``Z`` (a fused ``map_blocks`` for dask input).
 
 from __future__ import annotations
 
-import numbers
-
 import dask.array as da
 import numpy as np
 import scipy.linalg
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import is_dask
+from .._validation import check_bool, check_fraction, check_positive_int, is_dask, is_integer
 from ..engine import map_rows
 from ..features.kernel import FeatureKernel
 from ._base import RandomFeatureModel
@@ -117,18 +115,13 @@ class RandomFeaturePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Random
         self.random_state = random_state
 
     def _check_params(self) -> None:
-        if not isinstance(self.whiten, (bool, np.bool_)):
-            raise ValueError(f"whiten must be True or False, got {self.whiten!r}")  # noqa: TRY004 (sklearn: ValueError)
+        check_bool(self.whiten, "whiten")
         nc = self.n_components
-        if nc is None:
-            return
-        if isinstance(nc, bool) or not isinstance(nc, numbers.Real):
-            raise ValueError(f"n_components must be a positive int, a float in (0, 1) or None, got {nc!r}")  # noqa: TRY004
-        if isinstance(nc, numbers.Integral):
-            if nc < 1:
-                raise ValueError(f"n_components must be a positive int, a float in (0, 1) or None, got {nc!r}")
-        elif not 0 < nc < 1:
-            raise ValueError(f"n_components must be a positive int, a float in (0, 1) or None, got {nc!r}")
+        what = "a positive int, a float in (0, 1) or None"
+        if is_integer(nc):
+            check_positive_int(nc, "n_components", what=what)
+        elif nc is not None:
+            check_fraction(nc, "n_components", what=what)
 
     def fit(self, X: np.ndarray | da.Array, y: object = None) -> RandomFeaturePCA:
         """Draw the features and find their principal axes in one pass.
@@ -148,7 +141,7 @@ class RandomFeaturePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Random
         n, m = stats.n, stats.n_components
         limit = min(n, m)
         nc = self.n_components
-        if isinstance(nc, numbers.Integral) and not isinstance(nc, bool) and nc > limit:
+        if is_integer(nc) and nc > limit:
             raise ValueError(
                 f"n_components={nc} must be <= min(n_samples={n}, n_features_out={m}) = {limit}"
             )

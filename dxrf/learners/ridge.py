@@ -2,29 +2,22 @@
 
 from __future__ import annotations
 
-import numbers
-
 import dask.array as da
 import numpy as np
 from sklearn.base import RegressorMixin
 
+from .._validation import check_nonnegative
 from ..stats import FeatureStats
 from ._base import RandomFeatureModel, linear_predict
-from .ridge_path import mse_from_stats, ridge_path, solve_ridge
+from .ridge_path import check_alpha_grid, mse_from_stats, ridge_path, solve_ridge
 
 __all__ = ["RandomFeatureRidge", "check_alphas"]
 
 
 def check_alphas(alpha: object, alphas: object) -> np.ndarray | None:
     """Validate ``alpha`` (a non-negative number) and ``alphas`` (None or a 1-d grid)."""
-    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not np.isfinite(alpha) or alpha < 0:
-        raise ValueError(f"alpha must be a non-negative number, got {alpha!r}")
-    if alphas is None:
-        return None
-    grid = np.atleast_1d(np.asarray(alphas, dtype=np.float64))
-    if grid.ndim != 1 or grid.size == 0 or not np.all(np.isfinite(grid)) or np.any(grid < 0):
-        raise ValueError(f"alphas must be a non-empty 1-d list of non-negative numbers, got {alphas!r}")
-    return grid
+    check_nonnegative(alpha, "alpha")
+    return None if alphas is None else check_alpha_grid(alphas)
 
 
 class _RidgeSolveMixin:

@@ -15,6 +15,7 @@ import numpy as np
 import scipy.linalg
 
 from .._blas import blas_limit
+from .._validation import check_nonnegative
 from ..stats import FeatureStats
 
 __all__ = ["RidgePath", "ridge_path", "solve_ridge", "mse_from_stats"]
@@ -33,6 +34,14 @@ def _intercept(stats: FeatureStats, coef: np.ndarray, fit_intercept: bool) -> np
     return stats.ysum / stats.n - stats.mean() @ coef
 
 
+def check_alpha_grid(alphas: object) -> np.ndarray:
+    """``alphas`` as a non-empty 1-d float64 array of finite non-negative penalties."""
+    grid = np.atleast_1d(np.asarray(alphas, dtype=np.float64))
+    if grid.ndim != 1 or grid.size == 0 or not np.all(np.isfinite(grid)) or np.any(grid < 0):
+        raise ValueError(f"alphas must be a non-empty 1-d array of non-negative numbers, got {alphas!r}")
+    return grid
+
+
 def solve_ridge(stats: FeatureStats, alpha: float, fit_intercept: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Exact ridge solution from statistics by a Cholesky factorisation.
 
@@ -41,8 +50,7 @@ def solve_ridge(stats: FeatureStats, alpha: float, fit_intercept: bool = True) -
     coef : ndarray of shape (M, k)
     intercept : ndarray of shape (k,)
     """
-    if not np.isfinite(alpha) or alpha < 0:
-        raise ValueError(f"alpha must be a non-negative number, got {alpha}")
+    alpha = check_nonnegative(alpha, "alpha")
     C, c = _normal_equations(stats, fit_intercept)
     A = C + alpha * np.eye(C.shape[0])
     try:
@@ -111,9 +119,7 @@ def ridge_path(
     With ``validation`` statistics the exact validation MSE of every solution
     is returned too.
     """
-    alphas = np.atleast_1d(np.asarray(alphas, dtype=np.float64))
-    if alphas.ndim != 1 or alphas.size == 0 or not np.all(np.isfinite(alphas)) or np.any(alphas < 0):
-        raise ValueError(f"alphas must be a non-empty 1-d array of non-negative numbers, got {alphas}")
+    alphas = check_alpha_grid(alphas)
     C, c = _normal_equations(stats, fit_intercept)
     with blas_limit(1):  # reproducible to the bit, whatever BLAS threads the caller has
         evals, U = scipy.linalg.eigh(C, check_finite=False)

@@ -53,7 +53,6 @@ reproduces a threaded run bit for bit.
 
 from __future__ import annotations
 
-import numbers
 import os
 from typing import Any
 
@@ -66,7 +65,18 @@ from sklearn.utils.metaestimators import available_if
 
 from .._labels import class_labels, encode_classes
 from .._blas import blas_limit
-from .._validation import check_dask_matrix, check_finite_rows, check_positive_int, is_dask, make_rng
+from .._validation import (
+    check_bool,
+    check_choice,
+    check_dask_matrix,
+    check_finite_rows,
+    check_nonnegative,
+    check_positive_float,
+    check_positive_int,
+    is_dask,
+    is_integer,
+    make_rng,
+)
 from ..features.kernel import FeatureKernel
 from ..options import get_options
 from ..progress import active_client, compute
@@ -448,36 +458,56 @@ class _BaseSGD(RandomFeatureModel):
 
     _losses: tuple[str, ...] = ("squared",)
 
+    # both estimators take the same parameters; only the losses allowed differ
+    def __init__(
+        self,
+        features: object = None,
+        *,
+        loss: str = "squared",
+        step_size: float | str = "auto",
+        batch_size: int = 32,
+        max_passes: int = 10,
+        validation: float | np.ndarray | da.Array | None = 0.2,
+        early_stopping: bool = True,
+        patience: int = 3,
+        tol: float = 1e-4,
+        mode: str = "sequential",
+        fit_intercept: bool = True,
+        shuffle: bool = True,
+        random_state: object = None,
+    ) -> None:
+        self.features = features
+        self.loss = loss
+        self.step_size = step_size
+        self.batch_size = batch_size
+        self.max_passes = max_passes
+        self.validation = validation
+        self.early_stopping = early_stopping
+        self.patience = patience
+        self.tol = tol
+        self.mode = mode
+        self.fit_intercept = fit_intercept
+        self.shuffle = shuffle
+        self.random_state = random_state
+
     # -- parameters ----------------------------------------------------------------
     def _check_params(self) -> None:
-        if self.loss not in self._losses:
-            raise ValueError(f"loss must be one of {self._losses}, got {self.loss!r}")
-        if isinstance(self.step_size, str):
-            if self.step_size != "auto":
-                raise ValueError(f"step_size must be a positive number or 'auto', got {self.step_size!r}")
-        elif isinstance(self.step_size, bool) or not isinstance(self.step_size, numbers.Real) or not (
-            np.isfinite(self.step_size) and self.step_size > 0
-        ):
-            raise ValueError(f"step_size must be a positive number or 'auto', got {self.step_size!r}")
+        check_choice(self.loss, "loss", self._losses)
+        if self.step_size != "auto":
+            check_positive_float(self.step_size, "step_size", what="a positive number or 'auto'")
         for name in ("batch_size", "max_passes", "patience"):
-            try:
-                check_positive_int(getattr(self, name), name)
-            except TypeError as exc:
-                raise ValueError(str(exc)) from None
-        if isinstance(self.tol, bool) or not isinstance(self.tol, numbers.Real) or not self.tol >= 0:
-            raise ValueError(f"tol must be a non-negative number, got {self.tol!r}")
-        if self.mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+            check_positive_int(getattr(self, name), name)
+        check_nonnegative(self.tol, "tol", finite=False)
+        check_choice(self.mode, "mode", MODES)
         for name in ("early_stopping", "fit_intercept", "shuffle"):
-            if not isinstance(getattr(self, name), (bool, np.bool_)):
-                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")  # noqa: TRY004 (sklearn: ValueError)
+            check_bool(getattr(self, name), name)
         if self.early_stopping and self.validation is None:
             raise ValueError("early_stopping=True needs validation rows: give validation= a fraction or a mask, or set early_stopping=False")
 
     def _shuffle_seed(self) -> int:
         """The seed of the shuffles (the feature map is seeded by the base class)."""
         rs = self.random_state
-        if isinstance(rs, numbers.Integral) and not isinstance(rs, bool):
+        if is_integer(rs):
             return int(rs)
         return int(make_rng(rs).integers(2**63))
 
@@ -499,15 +529,7 @@ class _BaseSGD(RandomFeatureModel):
                 )
             train, _ = self._features_pass(X, Y, validation=validation, validation_seed=_VALIDATION_SEED, task=task, classes=classes)
             return None if train.n == 0 else train.ysum / train.n
-        features = self._make_features()
-        features.fit(X)
-        kernel = getattr(features, "kernel_", None)
-        if not isinstance(kernel, FeatureKernel):
-            raise TypeError(f"features must be a dxrf feature map with a fitted kernel_, got {type(features).__name__}")
-        self.features_ = features
-        self.kernel_ = kernel
-        # a bandwidth estimated from sampled rows reads X once more
-        self.n_passes_ = int(isinstance(features.get_params().get("bandwidth"), str))
+        self._fit_map(self._make_features(), X)
         return None
 
     def _resolve_step(self, X: Any, rng: np.random.Generator) -> float:
@@ -779,37 +801,6 @@ class RandomFeatureSGDRegressor(RegressorMixin, _BaseSGD):
 """
     )
 
-    def __init__(
-        self,
-        features: object = None,
-        *,
-        loss: str = "squared",
-        step_size: float | str = "auto",
-        batch_size: int = 32,
-        max_passes: int = 10,
-        validation: float | np.ndarray | da.Array | None = 0.2,
-        early_stopping: bool = True,
-        patience: int = 3,
-        tol: float = 1e-4,
-        mode: str = "sequential",
-        fit_intercept: bool = True,
-        shuffle: bool = True,
-        random_state: object = None,
-    ) -> None:
-        self.features = features
-        self.loss = loss
-        self.step_size = step_size
-        self.batch_size = batch_size
-        self.max_passes = max_passes
-        self.validation = validation
-        self.early_stopping = early_stopping
-        self.patience = patience
-        self.tol = tol
-        self.mode = mode
-        self.fit_intercept = fit_intercept
-        self.shuffle = shuffle
-        self.random_state = random_state
-
     def fit(self, X: np.ndarray | da.Array, y: np.ndarray | da.Array) -> RandomFeatureSGDRegressor:
         """Draw the features and run SGD.
 
@@ -907,37 +898,6 @@ class RandomFeatureSGDClassifier(ClassifierMixin, _BaseSGD):
     )
 
     _losses = LOSSES
-
-    def __init__(
-        self,
-        features: object = None,
-        *,
-        loss: str = "squared",
-        step_size: float | str = "auto",
-        batch_size: int = 32,
-        max_passes: int = 10,
-        validation: float | np.ndarray | da.Array | None = 0.2,
-        early_stopping: bool = True,
-        patience: int = 3,
-        tol: float = 1e-4,
-        mode: str = "sequential",
-        fit_intercept: bool = True,
-        shuffle: bool = True,
-        random_state: object = None,
-    ) -> None:
-        self.features = features
-        self.loss = loss
-        self.step_size = step_size
-        self.batch_size = batch_size
-        self.max_passes = max_passes
-        self.validation = validation
-        self.early_stopping = early_stopping
-        self.patience = patience
-        self.tol = tol
-        self.mode = mode
-        self.fit_intercept = fit_intercept
-        self.shuffle = shuffle
-        self.random_state = random_state
 
     def fit(self, X: np.ndarray | da.Array, y: np.ndarray | da.Array) -> RandomFeatureSGDClassifier:
         """Draw the features and run one-vs-rest SGD.

@@ -71,6 +71,7 @@ import numpy as np
 from scipy.linalg import lapack
 
 from .._blas import blas_limit
+from .._validation import check_choice, check_fraction, check_positive_int
 from ..stats import FeatureStats
 
 __all__ = [
@@ -285,8 +286,7 @@ def _check_lam(lam: Any) -> tuple[np.ndarray, bool]:
 def _normalize_lams(
     lams: np.ndarray, lam_convention: str, spectrum: GramSpectrum | None, n_samples: int | None
 ) -> np.ndarray:
-    if lam_convention not in LAM_CONVENTIONS:
-        raise ValueError(f"lam_convention must be one of {LAM_CONVENTIONS}, got {lam_convention!r}")
+    check_choice(lam_convention, "lam_convention", LAM_CONVENTIONS)
     if lam_convention == "normalized":
         return lams
     n = n_samples if n_samples is not None or spectrum is None else spectrum.n_samples
@@ -295,8 +295,7 @@ def _normalize_lams(
             "n_samples is required with lam_convention='unnormalized' when a bare Gram matrix is given "
             "(lam is then divided by the number of rows N)"
         )
-    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n <= 0:
-        raise ValueError(f"n_samples must be a positive integer, got {n!r}")
+    check_positive_int(n, "n_samples")
     return lams / float(n)
 
 
@@ -462,8 +461,7 @@ def suggested_n_components(
     .. [1] F. Bach, "On the equivalence between kernel quadrature rules and
        random feature expansions", JMLR 18(21), 2017.
     """
-    if isinstance(delta, bool) or not isinstance(delta, numbers.Real) or not 0.0 < delta < 1.0:
-        raise ValueError(f"delta must be in (0, 1), got {delta!r}")
+    check_fraction(delta, "delta", what="in (0, 1)")
     if not constant > 0 or not log_constant > 0:
         raise ValueError(f"constant and log_constant must be positive, got {constant!r}, {log_constant!r}")
     d = np.asarray(dof, dtype=np.float64)
@@ -549,8 +547,7 @@ def leverage_diagnostics(
     ----------
     .. [1] S. Shahrampour and S. Kolouri, 2019 (see :func:`leverage_scores`).
     """
-    if isinstance(bins, bool) or not isinstance(bins, numbers.Integral) or bins <= 0:
-        raise ValueError(f"bins must be a positive integer, got {bins!r}")
+    check_positive_int(bins, "bins")
     spectrum = gram_spectrum(stats_or_gram)
     grid, _ = _check_lam(lams)
     grid = _normalize_lams(grid, lam_convention, spectrum, n_samples)

@@ -26,9 +26,9 @@ References
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
+
+from .._validation import check_positive_float
 
 __all__ = ["project_simplex", "chi2_divergence", "lkrf_weights"]
 
@@ -108,8 +108,7 @@ def lkrf_weights(v: np.ndarray, rho: float, *, tol: float = 1e-10, max_iter: int
         raise ValueError(f"v must be a non-empty 1-d array, got shape {v.shape}")
     if not np.isfinite(v).all() or np.any(v < 0):
         raise ValueError("v must be non-negative and finite")
-    if isinstance(rho, bool) or not isinstance(rho, numbers.Real) or not np.isfinite(rho) or rho <= 0:
-        raise ValueError(f"rho must be a positive finite number, got {rho!r}")
+    check_positive_float(rho, "rho")
     m = v.size
     u = np.full(m, 1.0 / m)
     vmax = v.max()

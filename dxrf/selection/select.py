@@ -21,12 +21,11 @@ Scales, with ``phi(x, w) = sqrt(M0) z~(x)`` the candidate feature without the
 
 from __future__ import annotations
 
-import numbers
 from typing import NamedTuple
 
 import numpy as np
 
-from .._validation import make_rng
+from .._validation import check_choice, check_positive_int, make_rng
 from ..stats import FeatureStats
 from .leverage import GramSpectrum, gram_spectrum, leverage_scores
 from .lkrf import lkrf_weights
@@ -127,12 +126,6 @@ def alignment_scores(stats: FeatureStats, *, standardize: bool = False) -> np.nd
 # -- drawing ------------------------------------------------------------------------------
 
 
-def _check_n(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value <= 0:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
-
-
 def draw_features(
     weights: np.ndarray,
     n_components: int,
@@ -169,9 +162,8 @@ def draw_features(
     if q.ndim != 1 or q.size == 0 or not np.isfinite(q).all() or np.any(q < 0) or q.sum() <= 0:
         raise ValueError("weights must be a non-empty 1-d array of non-negative numbers with a positive sum")
     m0 = q.size
-    m = _check_n(n_components, "n_components")
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    m = check_positive_int(n_components, "n_components")
+    check_choice(method, "method", METHODS)
     q = q / q.sum()
     if method == "sample":
         rng = make_rng(random_state)
@@ -258,11 +250,9 @@ def select_features(
     .. [3] A. Sinha and J. C. Duchi, "Learning kernels with random features",
        NeurIPS 2016.
     """
-    if criterion not in CRITERIA:
-        raise ValueError(f"criterion must be one of {CRITERIA}, got {criterion!r}")
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    _check_n(n_components, "n_components")
+    check_choice(criterion, "criterion", CRITERIA)
+    check_choice(method, "method", METHODS)
+    check_positive_int(n_components, "n_components")
     tiebreak = None
     if criterion == "leverage":
         if np.ndim(lam) != 0:

@@ -12,23 +12,15 @@ candidates or on the selection without another pass.
 
 from __future__ import annotations
 
-import numbers
-
 import dask.array as da
 import numpy as np
-from sklearn.base import (
-    BaseEstimator,
-    ClassNamePrefixFeaturesOutMixin,
-    TransformerMixin,
-    clone,
-)
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.base import clone
+from sklearn.utils.validation import check_is_fitted
 
 from .._labels import class_labels, encode_classes
-from .._validation import check_dask_matrix, is_dask, make_rng
+from .._validation import check_choice, check_positive_float, check_positive_int, is_dask, is_integer, make_rng
 from ..features.kernel import FeatureKernel
-from ..features.maps import RandomFourierFeatures, apply_kernel
-from ..persist import SaveMixin
+from ..features.maps import KernelTransformer, RandomFourierFeatures
 from ..stats import FeatureStats, accumulate
 from .leverage import (
     LAM_CONVENTIONS,
@@ -53,7 +45,7 @@ def _split_random_state(random_state: object) -> tuple[object, np.random.Generat
     """(seed for the base map or None, generator for the selection draws)."""
     if random_state is None:
         return None, np.random.default_rng()
-    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+    if is_integer(random_state):
         return int(random_state), np.random.default_rng([int(random_state), _DRAW_SALT])
     rng = make_rng(random_state)
     return rng, rng
@@ -65,40 +57,35 @@ def _take_rows(a: object, idx: np.ndarray) -> object:
     return a[idx] if is_dask(a) else np.asarray(a)[idx]
 
 
-class _BaseSelector(SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class _BaseSelector(KernelTransformer):
     """Shared machinery: candidates, the one pass, the selected kernel."""
 
     _supervised = False
     # the candidates' M0 x M0 statistics can be large and are not needed to transform
     _persist_exclude = ("candidate_stats_",)
 
+    def __init__(
+        self, n_components: int = 100, *, n_candidates: int | None = None, base: object = None, random_state: object = None
+    ) -> None:
+        self.n_components = n_components
+        self.n_candidates = n_candidates
+        self.base = base
+        self.random_state = random_state
+
     # -- parameters -------------------------------------------------------------
     def _resolve_sizes(self, method: str) -> tuple[int, int]:
-        m = self.n_components
-        if isinstance(m, bool) or not isinstance(m, numbers.Integral) or m <= 0:
-            raise ValueError(f"n_components must be a positive integer, got {m!r}")
-        m0 = 10 * int(m) if self.n_candidates is None else self.n_candidates
-        if isinstance(m0, bool) or not isinstance(m0, numbers.Integral) or m0 <= 0:
-            raise ValueError(f"n_candidates must be a positive integer or None, got {m0!r}")
+        m = check_positive_int(self.n_components, "n_components")
+        m0 = check_positive_int(self.n_candidates, "n_candidates", allow_none=True)
+        m0 = 10 * m if m0 is None else m0
         if method == "top" and m > m0:
             raise ValueError(
                 f"n_components={m} exceeds n_candidates={m0}: method='top' keeps distinct candidates, "
                 "so n_components must be <= n_candidates"
             )
-        return int(m), int(m0)
+        return m, m0
 
     def _check_method(self) -> None:
-        if self.method not in METHODS:
-            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
-
-    # -- input ------------------------------------------------------------------
-    def _validate_X(self, X: object, reset: bool) -> np.ndarray | da.Array:
-        if is_dask(X):
-            X = check_dask_matrix(X, n_features=None if reset else self.n_features_in_)
-            if reset:
-                self.n_features_in_ = X.shape[1]
-            return X
-        return validate_data(self, X, reset=reset, dtype=[np.float64, np.float32], accept_sparse=False)
+        check_choice(self.method, "method", METHODS)
 
     # -- the pass ---------------------------------------------------------------
     def _make_base(self, X: np.ndarray | da.Array, m0: int, base_seed: object) -> object:
@@ -218,26 +205,8 @@ class _BaseSelector(SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
         self.stats_ = stats.subset(selection.selected, selection.scales)
         self._n_features_out = int(selection.selected.size)
 
-    # -- transform ----------------------------------------------------------------
-    def transform(self, X: np.ndarray | da.Array) -> np.ndarray | da.Array:
-        """The selected, scaled features ``z(X)``.
-
-        Parameters
-        ----------
-        X : array-like or dask array of shape (n_samples, n_features)
-
-        Returns
-        -------
-        Z : ndarray or dask array of shape (n_samples, n_components)
-            In the base map's dtype; a lazy dask array for dask input.
-        """
-        check_is_fitted(self, "kernel_")
-        X = self._validate_X(X, reset=False)
-        return apply_kernel(X, self.kernel_)
-
     def __sklearn_tags__(self):  # noqa: D105
         tags = super().__sklearn_tags__()
-        tags.transformer_tags.preserves_dtype = []
         if self._supervised:
             tags.target_tags.required = True
         return tags
@@ -359,14 +328,11 @@ class LeverageScoreSampler(_BaseSelector):
         base: object = None,
         random_state: object = None,
     ) -> None:
-        self.n_components = n_components
-        self.n_candidates = n_candidates
+        super().__init__(n_components, n_candidates=n_candidates, base=base, random_state=random_state)
         self.lam = lam
         self.method = method
         self.lam_convention = lam_convention
         self.n_samples = n_samples
-        self.base = base
-        self.random_state = random_state
 
     def fit(self, X: np.ndarray | da.Array, y: object = None) -> LeverageScoreSampler:
         """Draw candidates, accumulate their Gram in one pass, select by leverage.
@@ -401,14 +367,11 @@ class LeverageScoreSampler(_BaseSelector):
 
     def _check_selection_params(self) -> None:
         self._check_method()
-        if self.lam_convention not in LAM_CONVENTIONS:
-            raise ValueError(f"lam_convention must be one of {LAM_CONVENTIONS}, got {self.lam_convention!r}")
+        check_choice(self.lam_convention, "lam_convention", LAM_CONVENTIONS)
         if np.ndim(self.lam) != 0:
             raise ValueError(f"lam must be a single positive number, got {self.lam!r}")
         _check_lam(self.lam)
-        n0 = self.n_samples
-        if n0 is not None and (isinstance(n0, bool) or not isinstance(n0, numbers.Integral) or n0 <= 0):
-            raise ValueError(f"n_samples must be a positive integer or None, got {n0!r}")
+        check_positive_int(self.n_samples, "n_samples", allow_none=True)
 
     def _select(self, base: object, stats: FeatureStats, rng: np.random.Generator, m: int) -> None:
         lams, _ = _check_lam(self.lam)
@@ -451,8 +414,7 @@ def _prepare_targets(y: object, task: str) -> tuple[object, np.ndarray | None, s
     two classes, one-hot +-1 columns for more. Regression targets are passed
     as float and standardised later, exactly, from the statistics.
     """
-    if task not in TASKS:
-        raise ValueError(f"task must be one of {TASKS}, got {task!r}")
+    check_choice(task, "task", TASKS)
     if not is_dask(y):
         y = np.asarray(y)
     if y.ndim not in (1, 2) or y.shape[0] == 0:
@@ -474,6 +436,36 @@ def _prepare_targets(y: object, task: str) -> tuple[object, np.ndarray | None, s
 
 class _SupervisedSelector(_BaseSelector):
     _supervised = True
+
+    def __init__(
+        self,
+        n_components: int = 100,
+        *,
+        n_candidates: int | None = None,
+        task: str = "auto",
+        base: object = None,
+        random_state: object = None,
+    ) -> None:
+        super().__init__(n_components, n_candidates=n_candidates, base=base, random_state=random_state)
+        self.task = task
+
+    def fit(self, X: np.ndarray | da.Array, y: object = None) -> _SupervisedSelector:
+        """Draw candidates, accumulate the cross statistic in one pass, select ``M`` of them.
+
+        Parameters
+        ----------
+        X : array-like or dask array of shape (n_samples, n_features)
+        y : array-like or dask array of shape (n_samples,) or (n_samples, k)
+            Required. Class labels are read once to find the classes.
+
+        Returns
+        -------
+        self
+        """
+        self._check_selection_params()
+        base, stats, rng, m = self._fit_supervised(X, y, getattr(self, "method", "top"))
+        self._select(base, stats, rng, m)
+        return self
 
     def _fit_supervised(self, X: object, y: object, method: str) -> tuple[object, FeatureStats, np.random.Generator, int]:
         if y is None:
@@ -547,38 +539,6 @@ class EnergyScoreSelector(_SupervisedSelector):
        empirical leverage scores: implementation and theoretical guarantees",
        arXiv:1903.08329, 2019.
     """
-
-    def __init__(
-        self,
-        n_components: int = 100,
-        *,
-        n_candidates: int | None = None,
-        task: str = "auto",
-        base: object = None,
-        random_state: object = None,
-    ) -> None:
-        self.n_components = n_components
-        self.n_candidates = n_candidates
-        self.task = task
-        self.base = base
-        self.random_state = random_state
-
-    def fit(self, X: np.ndarray | da.Array, y: object = None) -> EnergyScoreSelector:
-        """Draw candidates, accumulate the cross statistic in one pass, keep the top ``M``.
-
-        Parameters
-        ----------
-        X : array-like or dask array of shape (n_samples, n_features)
-        y : array-like or dask array of shape (n_samples,) or (n_samples, k)
-            Required. Class labels are read once to find the classes.
-
-        Returns
-        -------
-        self
-        """
-        base, stats, rng, m = self._fit_supervised(X, y, "top")
-        self._select(base, stats, rng, m)
-        return self
 
     def _select(self, base: object, stats: FeatureStats, rng: np.random.Generator, m: int) -> None:
         standardize = self.task_ == "regression"
@@ -655,37 +615,13 @@ class KernelAlignmentSelector(_SupervisedSelector):
         base: object = None,
         random_state: object = None,
     ) -> None:
-        self.n_components = n_components
-        self.n_candidates = n_candidates
+        super().__init__(n_components, n_candidates=n_candidates, task=task, base=base, random_state=random_state)
         self.rho = rho
         self.method = method
-        self.task = task
-        self.base = base
-        self.random_state = random_state
-
-    def fit(self, X: np.ndarray | da.Array, y: object = None) -> KernelAlignmentSelector:
-        """Draw candidates, accumulate the cross statistic in one pass, solve for ``q``.
-
-        Parameters
-        ----------
-        X : array-like or dask array of shape (n_samples, n_features)
-        y : array-like or dask array of shape (n_samples,) or (n_samples, k)
-            Required. Class labels are read once to find the classes.
-
-        Returns
-        -------
-        self
-        """
-        self._check_selection_params()
-        base, stats, rng, m = self._fit_supervised(X, y, self.method)
-        self._select(base, stats, rng, m)
-        return self
 
     def _check_selection_params(self) -> None:
         self._check_method()
-        rho = self.rho
-        if isinstance(rho, bool) or not isinstance(rho, numbers.Real) or not np.isfinite(rho) or rho <= 0:
-            raise ValueError(f"rho must be a positive finite number, got {rho!r}")
+        check_positive_float(self.rho, "rho")
 
     def _select(self, base: object, stats: FeatureStats, rng: np.random.Generator, m: int) -> None:
         rho = self.rho
