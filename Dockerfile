@@ -11,9 +11,10 @@ WORKDIR /opt/dxrf
 COPY pyproject.toml README.md ./
 COPY dxrf ./dxrf
 COPY workflows ./workflows
+# the project with its workflows extra (matplotlib for the figures of notebooks and workflows, dask-ml),
 # plus the Dask dashboard (bokeh) and the notebook server (jupyterlab; nbclient runs
 # notebooks headless, e.g. `docker compose run --rm notebook jupyter execute ...`)
-RUN pip install . "bokeh>=3.1" "jupyterlab>=4" nbclient ipykernel \
+RUN pip install . ".[workflows]" "bokeh>=3.1" "jupyterlab>=4" nbclient ipykernel \
     && dask --version && dxrf --help > /dev/null
 
 # an unprivileged user; /work is the shared volume of the compose file, seeded with the

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
+import shutil
 import statistics
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+
+WORKFLOWS_EXTRA = 'pip install "dxrf[workflows]"'
+"""How to install what only the workflows use (dask-ml, matplotlib): the ``workflows`` extra."""
 
 
 def median_time(
@@ -56,6 +62,85 @@ def write_results(out_dir: str | Path, name: str, results: dict, markdown: str |
     if markdown is not None:
         (out / f"{name}.md").write_text(markdown + "\n")
     return path
+
+
+def require(module: str, package: str, purpose: str) -> Any:
+    """Import ``module`` of the ``workflows`` extra, or stop with one line naming the extra.
+
+    Parameters
+    ----------
+    module : str
+        What to import, e.g. ``"dask_ml.linear_model"``.
+    package : str
+        The distribution that provides it, e.g. ``"dask-ml"``.
+    purpose : str
+        What needs it, the start of the one-line message, e.g. ``"bench logistic compares against dask-ml"``.
+
+    Returns
+    -------
+    types.ModuleType
+        The imported module.
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        from dxrf.cli import CommandError
+
+        raise CommandError(f"{purpose}, but {package} is not installed: {WORKFLOWS_EXTRA}") from None
+
+
+def add_zarr_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of the benchmarks that write random rows to zarr and read them back on their own workers."""
+    parser.add_argument("--n-features", type=int, default=90, help="input columns d (default 90)")
+    parser.add_argument("--workers", type=int, default=2, help="worker processes, one thread each (default 2)")
+    parser.add_argument("--chunk-rows", type=int, default=50_000, help="rows per zarr chunk (default 50000)")
+    parser.add_argument(
+        "--warm", action="store_true", help="read zarr from the page cache (default: drop the cache before each pass)"
+    )
+    parser.add_argument("--workdir", default=None, help="where to write the zarr data (default: a temp dir, removed)")
+    parser.add_argument("--out", default="results", help="results folder")
+
+
+def bench_workdir(args: argparse.Namespace, prefix: str = "dxrf-bench-") -> Path:
+    """The folder of ``--workdir``, else a new temporary one; :func:`remove_workdir` removes only the latter."""
+    return Path(args.workdir or tempfile.mkdtemp(prefix=prefix))
+
+
+def remove_workdir(args: argparse.Namespace, workdir: Path) -> None:
+    """Remove the folder of :func:`bench_workdir` unless it is the user's ``--workdir``."""
+    if args.workdir is None:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def random_rows(n_rows: int, n_features: int, chunk_rows: int) -> Any:
+    """Lazy standard-normal float32 rows (seed 0) in chunks of whole rows: each task draws one chunk."""
+    import dask.array as da
+    import numpy as np
+
+    return da.random.default_rng(0).standard_normal((n_rows, n_features), chunks=(chunk_rows, n_features),
+                                                   dtype=np.float32)
+
+
+def store_zarr(X: Any, path: str | Path) -> float:
+    """Write the dask array ``X`` to a zarr array at ``path``, task by task; return the seconds it took.
+
+    With dxrf's codec (what ``dxrf ingest`` writes), not zarr's default zstd,
+    which is 3x slower to decode.
+    """
+    import dask.array as da
+
+    from dxrf.io import default_compressor
+
+    t0 = time.perf_counter()
+    da.to_zarr(X, str(path), overwrite=True, compressors=default_compressor())
+    return time.perf_counter() - t0
+
+
+def report(out_dir: str | Path, name: str, results: dict, markdown: str) -> dict:
+    """Print a benchmark's markdown, write it with ``results`` (:func:`write_results`) and return ``results``."""
+    print(markdown)
+    write_results(out_dir, name, results, markdown)
+    return results
 
 
 def drop_page_cache() -> bool:
@@ -220,30 +305,18 @@ def memory_incidents(
 def bench_client(args: Any, workers: int, **cluster_options: Any) -> tuple[Any, Any]:
     """``(cluster, client)`` for a benchmark: the scheduler of ``--scheduler`` (or
     ``$DASK_SCHEDULER_ADDRESS``) with ``cluster=None``, else a new LocalCluster of
-    ``workers`` single-threaded processes (:func:`local_cluster`). Release both
-    with :func:`close_client`.
+    ``workers`` single-threaded processes (:func:`dxrf.cluster.local_cluster`).
+    Release both with :func:`close_client`.
     """
     from distributed import Client
 
-    from dxrf.cluster import scheduler_address
+    from dxrf.cluster import local_cluster, scheduler_address
 
     address = scheduler_address(getattr(args, "scheduler", None))
     if address:
         return None, Client(address)
     cluster = local_cluster(workers, **{"dashboard_address": None, **cluster_options})
     return cluster, Client(cluster)
-
-
-def local_cluster(workers: int, **options: Any) -> Any:
-    """A LocalCluster of ``workers`` single-threaded processes, configured as
-    :func:`dxrf.get_client` configures its embedded cluster (no worker profiler)."""
-    import dask
-    from distributed import LocalCluster
-
-    from dxrf.cluster import local_worker_config
-
-    with dask.config.set(local_worker_config()):
-        return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, **options)
 
 
 def close_client(cluster: Any, client: Any) -> None:

@@ -38,7 +38,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -314,6 +314,57 @@ class Workdir:
         shutil.rmtree(self.path, ignore_errors=True)
 
 
+class Experiment:
+    """What every paper workflow's run starts with, as a context manager.
+
+    Constructing it fills the options left at None from ``full`` or ``quick``
+    (:func:`resolve_options`) and starts the :class:`PassLog` ``log``;
+    entering it makes the temporary folder ``path`` for the zarr copies
+    (:class:`Workdir`, removed on exit).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The workflow's options, with ``--quick``, ``--out`` and ``--chunk-rows``
+        (:func:`add_common_arguments`); updated in place.
+    full, quick : dict
+        The defaults of the full and of the quick variant.
+    prefix : str
+        Part of the temporary folder's name.
+    """
+
+    def __init__(self, args: argparse.Namespace, full: dict, quick: dict, prefix: str) -> None:
+        resolve_options(args, full, quick)
+        self.args = args
+        self.log = PassLog()
+        self._prefix = prefix
+        self._workdir: Workdir | None = None
+        self.path: Path | None = None
+
+    def __enter__(self) -> Experiment:
+        self._workdir = Workdir(self._prefix)
+        self.path = self._workdir.path
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._workdir is not None:
+            self._workdir.__exit__(*exc)
+
+    def load(self, name: str, **options: Any) -> Data:
+        """:func:`load_data` into the temporary folder, with ``--chunk-rows`` and ``--n-rows``."""
+        return load_data(name, self.path, chunk_rows=self.args.chunk_rows, n_rows=getattr(self.args, "n_rows", None),
+                         **options)
+
+    def finish(self, name: str, results: dict, markdown: str) -> dict:
+        """:func:`finish` with this run's options and pass log."""
+        return finish(self.args, name, results, markdown, self.log)
+
+
+def headline(data: Data, details: str, rows: str = "training") -> None:
+    """The line that opens a data set's part of a run: its name, sizes and ``details``."""
+    say(f"\n== {data.label}: {data.n_train} {rows} / {data.n_test} test rows, d = {data.d}; {details}")
+
+
 def fourier_kernel(d: int, m0: int, sigma: float, seed: int):
     """Gaussian random Fourier features (the candidate map), drawn without reading data.
 
@@ -482,6 +533,133 @@ def prefix(stats, p: int):
     return stats.subset(np.arange(p), np.full(p, math.sqrt(m0 / p)))
 
 
+def plain_fit(key: tuple, train, valid, m: int, m0: int, alphas, group: Any = 0) -> Fit:
+    """Plain random features (RKS): the first ``m`` of ``m0`` candidates, rescaled to an ``m``-feature map."""
+    return ridge_fit(key, {}, group, train, valid, np.arange(m), np.full(m, math.sqrt(m0 / m)), alphas)
+
+
+def plain_validation(train, valid, m: int, m0: int, alphas) -> float:
+    """The lowest validation MSE over ``alphas`` of :func:`plain_fit` (what bandwidths are chosen by)."""
+    return float(plain_fit(("RKS", m), train, valid, m, m0, alphas).mse["valid"].min())
+
+
+# --------------------------------------------------------------------------- candidates and errors per seed
+
+
+def candidate_pass(data: Data, sigma: float, seed: int, m0: int, log: PassLog,
+                   what: str = "candidate statistics (train + validation)") -> tuple:
+    """ONE pass over the training rows: statistics of ``m0`` candidates for training and validation rows.
+
+    Returns ``(kernel, train, valid)``; the pass is recorded in ``log`` as ``what``.
+    """
+    kernel = fourier_kernel(data.d, m0, sigma, seed)
+    train, valid = stats_pass(data.X, data.T, [kernel], fraction=VALIDATION_FRACTION, seed=seed)[0]
+    log.add("train", data.name, [(sigma, seed)], what)
+    return kernel, train, valid
+
+
+def select_sigma(data: Data, grid: Sequence[float], seed: int, log: PassLog, *, m: int, m0: int, alphas,
+                 label: str = "RKS", what: str = "candidate statistics (train + validation)") -> tuple:
+    """The bandwidth of ``grid`` whose plain fit at ``m`` features has the lowest validation MSE.
+
+    One :func:`candidate_pass` per bandwidth; ``label`` names the plain fit
+    in the progress lines. Returns ``(sigma, kernel, train, valid, scores)``:
+    the chosen bandwidth with its candidate kernel and statistics, and the
+    validation MSE of every bandwidth of ``grid``.
+    """
+    best = None
+    scores = []
+    for sigma in grid:
+        kernel, train, valid = candidate_pass(data, sigma, seed, m0, log, what)
+        v = plain_validation(train, valid, m, m0, alphas)
+        scores.append(v)
+        say(f"   sigma = {sigma:.3g}: validation MSE of {label} at M = {m}: {v:.4g}")
+        if best is None or v < best[0]:
+            best = (v, sigma, kernel, train, valid)
+    _, sigma, kernel, train, valid = best
+    return sigma, kernel, train, valid, scores
+
+
+@dataclasses.dataclass
+class SeedCandidates:
+    """One seed's data (split ``seed``) with the candidate statistics at the chosen bandwidth.
+
+    ``scores`` (the validation MSE of every bandwidth of ``grid``) only on
+    seed 0, where the bandwidth is chosen; None on the others.
+    """
+
+    seed: int
+    data: Data
+    grid: list[float]
+    sigma: float
+    kernel: Any
+    train: Any
+    valid: Any
+    scores: list[float] | None
+
+
+def seed_candidates(exp: Experiment, name: str, m0: int, *, m: int, label: str = "RKS",
+                    what: str = "candidate statistics (train + validation)",
+                    check: Callable[[Data], None] | None = None) -> Iterator[SeedCandidates]:
+    """For each seed ``s`` of ``--seeds``: data set ``name`` on split ``s`` and its candidate pass.
+
+    On seed 0 the bandwidth is chosen from the ``--sigma-factors`` multiples
+    of the median distance (:func:`select_sigma`: one pass per bandwidth);
+    the other seeds make ONE :func:`candidate_pass` at that bandwidth.
+    ``check`` sees each loaded data set before any pass (to refuse one).
+    """
+    args = exp.args
+    grid: list[float] = []
+    sigma = math.nan
+    for seed in range(args.seeds):
+        data = exp.load(name, rep=seed)
+        if check is not None:
+            check(data)
+        scores = None
+        if seed == 0:
+            grid = [f * data.sigma_median for f in args.sigma_factors]
+            headline(data, f"M0 = {m0}; sigma grid {[round(s, 3) for s in grid]}")
+            sigma, kernel, train, valid, scores = select_sigma(data, grid, seed, exp.log, m=m, m0=m0,
+                                                               alphas=args.alphas, label=label, what=what)
+        else:
+            kernel, train, valid = candidate_pass(data, sigma, seed, m0, exp.log, what)
+        yield SeedCandidates(seed, data, grid, sigma, kernel, train, valid, scores)
+
+
+def test_mse_pass(data: Data, kernels: dict, fits: Sequence[Fit], keys: Iterable[tuple], log: PassLog,
+                  what: str = "test statistics") -> None:
+    """Regression: ONE pass over the test rows; their statistics give every fit's exact test MSE.
+
+    ``kernels`` maps each fit group to its candidate kernel; ``keys`` are the
+    (sigma, seed) the pass serves. The test MSE becomes each fit's reported error.
+    """
+    groups = list(kernels)
+    test = stats_pass(data.X_test, data.T_test, [kernels[g] for g in groups])
+    log.add("test", data.name, keys, what)
+    add_mse(fits, "test", {g: t[0] for g, t in zip(groups, test)})
+    regression_errors(fits)
+
+
+def error_passes(data: Data, kernels: dict, fits: Sequence[Fit], keys: Sequence[tuple], log: PassLog, *,
+                 seed: int, n_valid: int, models: str | None = None) -> None:
+    """Classification: every fit's 0-1 errors from two prediction passes scoring all models at once.
+
+    One over the training rows (training and validation errors, split as the
+    statistics were: ``seed``, ``n_valid`` validation rows), one over the test
+    rows. ``models`` names the models in the pass log (default: their count).
+    """
+    groups, layout = model_groups(fits, kernels)
+    models = models or f"{sum(g.coef.shape[0] for g in groups)} models"
+    res = error_pass(data.X, data.labels, groups, fraction=VALIDATION_FRACTION, seed=seed)
+    if res[1][0].n != n_valid:  # the prediction pass must see exactly the statistics' validation rows
+        raise RuntimeError(f"validation rows differ: {res[1][0].n} in the prediction pass, {n_valid} in the statistics")
+    log.add("train", data.name, keys, f"0-1 errors of {models} on training/validation rows")
+    assign_errors(layout, res, ("train", "valid"))
+    res = error_pass(data.X_test, data.labels_test, groups)
+    log.add("test", data.name, keys, f"0-1 errors of {models} on test rows")
+    assign_errors(layout, res, ("test", None))
+
+
 # --------------------------------------------------------------------------- reporting
 
 
@@ -501,13 +679,60 @@ def out_path(args: argparse.Namespace, filename: str) -> Path:
     return p / filename
 
 
-def pyplot():
-    import matplotlib
+def pyplot(*filenames: str):
+    """matplotlib's pyplot on the file-only Agg backend, or None where matplotlib is not installed.
 
+    Without it, one line says that the figures ``filenames`` are skipped and
+    how to get them; every other result is written as usual.
+    """
+    from ._common import WORKFLOWS_EXTRA
+
+    try:
+        import matplotlib
+    except ImportError:
+        say(f"skipped {', '.join(filenames)}: matplotlib is not installed ({WORKFLOWS_EXTRA} draws "
+            f"{'them' if len(filenames) > 1 else 'it'})")
+        return None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def save_figure(args: argparse.Namespace, fig: Any, filename: str) -> None:
+    """Lay out ``fig``, save it as ``filename`` in the results folder, and close it."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(out_path(args, filename), dpi=120)
+    plt.close(fig)
+
+
+def dataset_panels(args: argparse.Namespace, filename: str, datasets: dict, draw: Callable[[Any, dict], None], *,
+                   title: str, cols: int | None = None, width: float = 5.5, legend_size: int = 7) -> None:
+    """A figure of one panel per data set, saved as ``filename`` (skipped without matplotlib).
+
+    ``draw(ax, result)`` draws ``datasets[name]`` into its panel, which is
+    then titled with the data set's name and gridded; ``cols`` panels a row
+    (default: all in one), the legend in the first panel.
+    """
+    plt = pyplot(filename)
+    if plt is None:
+        return
+    names = list(datasets)
+    cols = cols or len(names)
+    rows = math.ceil(len(names) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, 4.2 * rows), squeeze=False)
+    panels = axes.ravel()
+    for ax, name in zip(panels, names):
+        draw(ax, datasets[name])
+        ax.set_title(short_label(name), fontsize=10)
+        ax.grid(alpha=0.3)
+    for ax in panels[len(names):]:
+        ax.axis("off")
+    panels[0].legend(fontsize=legend_size)
+    fig.suptitle(title)
+    save_figure(args, fig, filename)
 
 
 def finish(args: argparse.Namespace, name: str, results: dict, markdown: str, log: PassLog) -> dict:

@@ -371,11 +371,9 @@ def compare(grid: dict, naive: dict, methods: tuple[str, ...]) -> dict:
 
 def _resolve(args: argparse.Namespace) -> None:
     from . import fig2_error_vs_m as fig2
+    from ._paper import resolve_options
 
-    chosen = QUICK_GRID if args.quick else {k: fig2.FULL[k] for k in _GRID_KEYS}
-    for key, value in chosen.items():
-        if getattr(args, key, None) is None:
-            setattr(args, key, value)
+    resolve_options(args, {k: fig2.FULL[k] for k in _GRID_KEYS}, QUICK_GRID)
     args.m = sorted(args.m)
 
 

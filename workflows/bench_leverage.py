@@ -153,7 +153,7 @@ def run(args: argparse.Namespace) -> dict:
 
     from dxrf.selection.leverage import client_threads
 
-    from ._common import table, write_results
+    from ._common import report, table
 
     results: dict = {
         "lam": args.lam,
@@ -212,6 +212,4 @@ def run(args: argparse.Namespace) -> dict:
             [[e["m0"], e["eigh_median_s"], e["leverage_median_s"], e["ratio_eigh_to_leverage"],
               e["weights_rel_diff"], e["dof_rel_diff"]]],
         )
-    print(md)
-    write_results(args.out, "bench-leverage", results, md)
-    return results
+    return report(args.out, "bench-leverage", results, md)

@@ -407,8 +407,10 @@ def run(args: argparse.Namespace) -> dict:
 
     import dxrf
 
-    from ._common import bench_client, close_client, median_time, table, write_results
+    from ._common import bench_client, close_client, median_time, report, require, table
 
+    # before any work: without dask-ml the comparison cannot run
+    require("dask_ml.linear_model", "dask-ml", "bench logistic compares against dask-ml's LogisticRegression")
     n, d, m, alpha, tol = int(args.n_rows), args.n_features, args.m, float(args.alpha), float(args.tol)
     rtol, protocol = float(args.rtol), args.protocol
     ladder = tolerance_ladder(args.ladder)
@@ -622,6 +624,4 @@ def run(args: argparse.Namespace) -> dict:
         f"took {features_s:.3g} s (not timed in their fits).\n"
         + "\n".join(f"- {k}: {v}" for k, v in settings.items())
     )
-    print(md)
-    write_results(args.out, "bench-logistic", results, md)
-    return results
+    return report(args.out, "bench-logistic", results, md)

@@ -10,9 +10,6 @@ count per chunk read) and printed as bytes, with the ratio of times.
 from __future__ import annotations
 
 import argparse
-import shutil
-import tempfile
-from pathlib import Path
 
 import numpy as np
 
@@ -20,34 +17,40 @@ DESCRIPTION = "K feature maps in one read of X against K single-map passes, from
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ._common import add_zarr_arguments
+
     parser.add_argument("--n-rows", type=float, default=1e6, help="rows N (default 1e6)")
-    parser.add_argument("--n-features", type=int, default=90, help="input columns d (default 90)")
     parser.add_argument("--m0", type=int, default=1000, help="features per map (default 1000)")
     parser.add_argument("--maps", type=int, default=4, help="number of maps K (default 4: bandwidths around sqrt(d))")
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--chunk-rows", type=int, default=50_000)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--warm", action="store_true", help="read zarr from the page cache (default: drop it before each repeat)")
-    parser.add_argument("--workdir", default=None, help="where to write the zarr copy (default: a temp dir)")
-    parser.add_argument("--out", default="results", help="results folder")
+    parser.add_argument("--repeats", type=int, default=3, help="repeats (median; default 3)")
+    add_zarr_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> dict:
     import dask.array as da
 
     import dxrf
-    from dxrf.io import default_compressor
 
-    from ._common import bench_client, close_client, drop_page_cache, median_time, table, write_results
+    from ._common import (
+        bench_client,
+        bench_workdir,
+        close_client,
+        drop_page_cache,
+        median_time,
+        random_rows,
+        remove_workdir,
+        report,
+        store_zarr,
+        table,
+    )
     from .bench_fig2_grid import counted, take_reads
 
     n, d, m0, k = int(args.n_rows), args.n_features, args.m0, args.maps
-    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="dxrf-bench-"))
+    workdir = bench_workdir(args)
     cluster, client = bench_client(args, args.workers)
     try:
-        X = da.random.default_rng(0).standard_normal((n, d), chunks=(args.chunk_rows, d), dtype=np.float32)
         zpath = str(workdir / "X.zarr")
-        da.to_zarr(X, zpath, overwrite=True, compressors=default_compressor())
+        store_zarr(random_rows(n, d, args.chunk_rows), zpath)
         Xz = counted(da.from_zarr(zpath), "X")
         chunk_bytes = args.chunk_rows * d * 4
         maps = [
@@ -88,10 +91,7 @@ def run(args: argparse.Namespace) -> dict:
               f"({'cold' if cold else 'warm'} cache)", flush=True)
     finally:
         close_client(cluster, client)
-        if args.workdir is None:
-            shutil.rmtree(workdir, ignore_errors=True)
+        remove_workdir(args, workdir)
     md = table(["variant", "median s", "reads of X", "GB read"], rows) + f"\n\nratio one read / {k} passes: {ratio:.3f}"
-    print(md)
-    write_results(args.out, "bench-multimap", results, md)
-    return results
+    return report(args.out, "bench-multimap", results, md)
 

@@ -52,12 +52,9 @@ from __future__ import annotations
 
 import argparse
 import math
-import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -69,14 +66,13 @@ TARGET_RATIO = 1.25
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add this benchmark's options to ``parser``."""
+    from ._common import add_zarr_arguments
+
     parser.add_argument("--data-gib", type=float, default=8.0, help="size of the zarr data in GiB (default 8)")
     parser.add_argument(
         "--worker-memory", default="1GiB", help="memory limit of each worker for the out-of-core pass (default 1GiB)"
     )
-    parser.add_argument("--workers", type=int, default=2, help="worker processes, one thread each (default 2)")
-    parser.add_argument("--n-features", type=int, default=90, help="input columns d (default 90)")
     parser.add_argument("--m0", type=int, default=1000, help="random features M0 (default 1000)")
-    parser.add_argument("--chunk-rows", type=int, default=50_000, help="rows per zarr chunk (default 50000)")
     parser.add_argument(
         "--in-memory-fraction",
         type=float,
@@ -91,17 +87,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=120.0,
         help="cancel the out-of-core pass when a worker stays paused this many seconds (default 120)",
     )
-    parser.add_argument(
-        "--warm", action="store_true", help="read zarr from the page cache (default: drop the cache before each pass)"
-    )
-    parser.add_argument("--workdir", default=None, help="where to write the zarr data (default: a temp dir, removed)")
-    parser.add_argument("--out", default="results", help="results folder")
-
-
-def _local_cluster(workers: int, memory_limit: int | str) -> Any:
-    from ._common import local_cluster
-
-    return local_cluster(workers, memory_limit=memory_limit, dashboard_address=":0")
+    add_zarr_arguments(parser)
 
 
 def _timed_pass(data: Any, fmap: Any, repeats: int, setup: Callable[[], Any] | None) -> tuple:
@@ -153,15 +139,19 @@ def run(args: argparse.Namespace) -> dict:
     from distributed import Client, wait
 
     import dxrf
-    from dxrf.io import default_compressor
+    from dxrf.cluster import local_cluster
 
     from ._common import (
+        bench_workdir,
         drop_page_cache,
         memory_incidents,
         memory_log_lines,
+        random_rows,
+        remove_workdir,
+        report,
+        store_zarr,
         table,
         worker_memory,
-        write_results,
     )
 
     if getattr(args, "scheduler", None):
@@ -191,18 +181,15 @@ def run(args: argparse.Namespace) -> dict:
     fmap = dxrf.RandomFourierFeatures(args.m0, bandwidth=float(np.sqrt(d)), dtype="float32", random_state=0).fit(
         np.zeros((1, d), dtype=np.float32)
     )
-    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="dxrf-bench-ooc-"))
+    workdir = bench_workdir(args, "dxrf-bench-ooc-")
     zpath = str(workdir / "X.zarr")
     try:
         # -- out of core: memory-limited workers write the data, then one pass reads it
-        with _local_cluster(args.workers, limit) as cluster, Client(cluster) as client:
+        with local_cluster(args.workers, memory_limit=limit, dashboard_address=":0") as cluster, Client(cluster) as client:
             logs0 = memory_log_lines(client)
             since = time.time()
             worker_memory(client, reset=True)
-            t0 = time.perf_counter()
-            X = da.random.default_rng(0).standard_normal((n, d), chunks=(chunk, d), dtype=np.float32)
-            da.to_zarr(X, zpath, overwrite=True, compressors=default_compressor())  # dxrf's codec
-            results["zarr_write_s"] = time.perf_counter() - t0
+            results["zarr_write_s"] = store_zarr(random_rows(n, d, chunk), zpath)
             results["write_peak_rss"] = {a: s["peak_rss"] for a, s in worker_memory(client).items()}
             results["write_incidents"] = memory_incidents(client, since, logs0)
             Xz = da.from_zarr(zpath)
@@ -226,7 +213,7 @@ def run(args: argparse.Namespace) -> dict:
         completed = error is None and stats.n == n
 
         # -- in memory: the first rows persisted on workers without the tight limit
-        with _local_cluster(args.workers, "auto") as cluster, Client(cluster) as client:
+        with local_cluster(args.workers, memory_limit="auto", dashboard_address=":0") as cluster, Client(cluster) as client:
             Xm = client.persist(da.from_zarr(zpath)[:n_mem])
             wait(Xm)
             dxrf.accumulate(Xm[: chunk * args.workers], features=fmap)  # warm up
@@ -236,8 +223,7 @@ def run(args: argparse.Namespace) -> dict:
         if error_mem is not None:
             raise RuntimeError(f"the in-memory reference pass failed: {error_mem}")
     finally:
-        if args.workdir is None:
-            shutil.rmtree(workdir, ignore_errors=True)
+        remove_workdir(args, workdir)
 
     per_row_ooc, per_row_mem = t_ooc / n, t_mem / n_mem
     ratio = per_row_ooc / per_row_mem
@@ -317,6 +303,4 @@ def run(args: argparse.Namespace) -> dict:
         + ", ".join(f"{k} = {v}" for k, v in flags.items())
         + (f"\nError: {error}" if error else "")
     )
-    print(md)
-    write_results(args.out, "bench-outofcore", results, md)
-    return results
+    return report(args.out, "bench-outofcore", results, md)

@@ -15,10 +15,7 @@ the JSON as ``syrk_gflops_one_call``.)
 from __future__ import annotations
 
 import argparse
-import shutil
-import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
 
@@ -26,17 +23,13 @@ DESCRIPTION = "statistics-pass throughput vs the syrk bound, in memory and from 
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ._common import add_zarr_arguments
+
     parser.add_argument("--n-rows", type=float, default=1e6, help="rows N (default 1e6)")
-    parser.add_argument("--n-features", type=int, default=90, help="input columns d (default 90)")
     parser.add_argument("--m0", type=int, nargs="+", default=[2000], help="feature counts M0 (default 2000)")
     parser.add_argument("--dtype", nargs="+", default=["float32"], choices=["float32", "float64"])
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--chunk-rows", type=int, default=50_000)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=3, help="repeats (median; default 3)")
     parser.add_argument("--no-zarr", action="store_true", help="skip the from-zarr variant")
-    parser.add_argument(
-        "--warm", action="store_true", help="read zarr from the page cache (default: drop the cache before each repeat)"
-    )
     parser.add_argument(
         "--compare-lanes",
         action="store_true",
@@ -47,8 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="CuPy blocks on one GPU worker; the bound is cuBLAS's Gram time on the device",
     )
-    parser.add_argument("--workdir", default=None, help="where to write the zarr copy (default: a temp dir)")
-    parser.add_argument("--out", default="results", help="results folder")
+    add_zarr_arguments(parser)
 
 
 def _worker_syrk_rate(m: int, dtype: str, rows: int, seconds: float) -> float:
@@ -112,15 +104,18 @@ def run(args: argparse.Namespace) -> dict:
     from distributed import wait
 
     import dxrf
-    from dxrf.io import default_compressor
 
     from ._common import (
         bench_client,
+        bench_workdir,
         close_client,
         drop_page_cache,
         median_time,
+        random_rows,
+        remove_workdir,
+        report,
+        store_zarr,
         table,
-        write_results,
     )
 
     n = int(args.n_rows)
@@ -134,22 +129,16 @@ def run(args: argparse.Namespace) -> dict:
         "chunk_rows": args.chunk_rows,
         "runs": [],
     }
-    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="dxrf-bench-"))
+    workdir = bench_workdir(args)
     cluster, client = bench_client(args, 1 if args.gpu else args.workers)  # one GPU here
     try:
-        X = da.random.default_rng(0).standard_normal((n, d), chunks=(args.chunk_rows, d), dtype=np.float32)
+        X = random_rows(n, d, args.chunk_rows)
         on_device = _to_device if args.gpu else (lambda a: a)
         X = client.persist(on_device(X))
         wait(X)
         zpath = workdir / "X.zarr"
         if not args.no_zarr:
-            t0 = time.perf_counter()
-            # dxrf's own codec (what `dxrf ingest` writes), not zarr's default zstd (3x slower to decode)
-            da.to_zarr(
-                X.map_blocks(_to_host, dtype=X.dtype) if args.gpu else X, str(zpath), overwrite=True,
-                compressors=default_compressor(),
-            )
-            results["zarr_write_s"] = time.perf_counter() - t0
+            results["zarr_write_s"] = store_zarr(X.map_blocks(_to_host, dtype=X.dtype) if args.gpu else X, zpath)
         for dtype in args.dtype:
             for m0 in args.m0:
                 def gram_rate() -> float:
@@ -207,12 +196,9 @@ def run(args: argparse.Namespace) -> dict:
                           f"before/after {rates[0] / 1e9:.0f}/{rates[1] / 1e9:.0f}), ratio {ratio:.3f}", flush=True)
     finally:
         close_client(cluster, client)
-        if args.workdir is None:
-            shutil.rmtree(workdir, ignore_errors=True)
+        remove_workdir(args, workdir)
     md = table(["variant", "dtype", "M0", "median s", "GFLOP/s (N·M0²)", "syrk bound s", "bound / time"], rows)
-    print(md)
-    write_results(args.out, "bench-pass", results, md)
-    return results
+    return report(args.out, "bench-pass", results, md)
 
 
 def _to_device(X):

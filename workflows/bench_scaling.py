@@ -32,11 +32,8 @@ slowdown. The defaults take about 5–6 minutes on 2 quiet cores (writing
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -49,30 +46,25 @@ TARGET_PEAK_RATIO = 1.10
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add this benchmark's options to ``parser``."""
+    from ._common import add_zarr_arguments
+
     parser.add_argument(
         "--n-rows", type=float, nargs="+", default=[1e5, 1e6, 1e7], help="row counts N (default 1e5 1e6 1e7)"
     )
     parser.add_argument(
         "--ref-rows", type=float, default=1e6, help="N whose time per row is the reference (default 1e6)"
     )
-    parser.add_argument("--n-features", type=int, default=90, help="input columns d (default 90)")
     parser.add_argument("--m0", type=int, default=1000, help="random features M0 (default 1000)")
-    parser.add_argument("--workers", type=int, default=2, help="worker processes, one thread each (default 2)")
     parser.add_argument(
         "--worker-memory",
         default=None,
         help="memory limit of each worker (default: 80%% of the machine's memory shared among the workers)",
     )
-    parser.add_argument("--chunk-rows", type=int, default=50_000, help="rows per zarr chunk (default 50000)")
     parser.add_argument("--repeats", type=int, default=3, help="passes per N (median; default 3)")
     parser.add_argument(
         "--repeats-largest", type=int, default=None, help="passes at the largest N (default: --repeats)"
     )
-    parser.add_argument(
-        "--warm", action="store_true", help="read zarr from the page cache (default: drop the cache before each pass)"
-    )
-    parser.add_argument("--workdir", default=None, help="where to write the zarr data (default: a temp dir, removed)")
-    parser.add_argument("--out", default="results", help="results folder")
+    add_zarr_arguments(parser)
 
 
 def _client(args: argparse.Namespace) -> tuple[Any, Any]:
@@ -90,14 +82,17 @@ def run(args: argparse.Namespace) -> dict:
     import dask.array as da
 
     import dxrf
-    from dxrf.io import default_compressor
 
     from ._common import (
+        bench_workdir,
         close_client,
         drop_page_cache,
+        random_rows,
+        remove_workdir,
+        report,
+        store_zarr,
         table,
         worker_memory,
-        write_results,
     )
 
     d, chunk, m0 = args.n_features, args.chunk_rows, args.m0
@@ -122,14 +117,11 @@ def run(args: argparse.Namespace) -> dict:
         "chunk_rows": chunk,
         "runs": [],
     }
-    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="dxrf-bench-scaling-"))
+    workdir = bench_workdir(args, "dxrf-bench-scaling-")
     zpath = str(workdir / "X.zarr")
     cluster, client = _client(args)
     try:
-        t0 = time.perf_counter()
-        X = da.random.default_rng(0).standard_normal((largest, d), chunks=(chunk, d), dtype=np.float32)
-        da.to_zarr(X, zpath, overwrite=True, compressors=default_compressor())  # dxrf's codec
-        results["zarr_write_s"] = time.perf_counter() - t0
+        results["zarr_write_s"] = store_zarr(random_rows(largest, d, chunk), zpath)
         Xz = da.from_zarr(zpath)
         limits = {a: s["memory_limit"] for a, s in worker_memory(client).items()}
         results["workers"] = len(limits)
@@ -173,8 +165,7 @@ def run(args: argparse.Namespace) -> dict:
             print(f"  N={n:>10d}: {t:.2f} s, {t / n * 1e6:.3f} µs/row, peak {peak_mib:.0f} MiB", flush=True)
     finally:
         close_client(cluster, client)
-        if args.workdir is None:
-            shutil.rmtree(workdir, ignore_errors=True)
+        remove_workdir(args, workdir)
 
     by_n = {r["n_rows"]: r for r in results["runs"]}
     for r in results["runs"]:
@@ -215,6 +206,4 @@ def run(args: argparse.Namespace) -> dict:
         f"peak ≤ {TARGET_PEAK_RATIO}× the N = {ref} values: "
         f"time_per_row_within_target = {results['time_per_row_within_target']}, peak_flat = {results['peak_flat']}."
     )
-    print(md)
-    write_results(args.out, "bench-scaling", results, md)
-    return results
+    return report(args.out, "bench-scaling", results, md)

@@ -130,7 +130,7 @@ def _run(code: str) -> dict:
 def run(args: argparse.Namespace) -> dict:
     import statistics
 
-    from ._common import table, write_results
+    from ._common import report, table
 
     prelude = textwrap.dedent(_PRELUDE).format(n=int(args.n_rows), d=args.n_features, m=args.m)
     results: dict = {"n_rows": int(args.n_rows), "n_features": args.n_features, "m": args.m, "single": {}, "tuned": {}}
@@ -160,6 +160,4 @@ def run(args: argparse.Namespace) -> dict:
                      f"{s['best_val_mse']:.5f} / {d['best_val_mse']:.5f} (val)",
                      f"{s['peak'] / 2**30:.2f} / {d['peak'] / 2**30:.2f} GiB ({d['peak'] / s['peak']:.2f})"])
     md = table(["comparison", "scikit-learn s", "dxrf s", "speed-up", "MSE sklearn / dxrf", "peak memory sklearn / dxrf (ratio)"], rows)
-    print(md)
-    write_results(args.out, "bench-sklearn", results, md)
-    return results
+    return report(args.out, "bench-sklearn", results, md)

@@ -41,29 +41,16 @@ def run(args: argparse.Namespace) -> dict:
     from dxrf.selection import gram_spectrum, leverage_diagnostics, leverage_scores
 
     from ._common import table
-    from ._paper import (
-        PassLog,
-        Workdir,
-        finish,
-        fourier_kernel,
-        load_data,
-        out_path,
-        pyplot,
-        resolve_options,
-        say,
-        stats_pass,
-    )
+    from ._paper import Experiment, fourier_kernel, pyplot, save_figure, say, stats_pass
 
-    resolve_options(args, FULL, QUICK)
-    log = PassLog()
-    with Workdir("fig1") as wd:
-        data = load_data(args.dataset, wd, chunk_rows=args.chunk_rows, n_rows=args.n_rows)
+    with Experiment(args, FULL, QUICK, "fig1") as exp:
+        data = exp.load(args.dataset)
         sigma = args.sigma_factor * data.sigma_median
         say(f"{data.label}: {data.n_train} training rows, d = {data.d}; M0 = {args.m0} Gaussian RFF candidates, "
             f"sigma = {sigma:.3g} ({args.sigma_factor} x median distance)")
         kernel = fourier_kernel(data.d, args.m0, sigma, seed=0)
         (stats,) = stats_pass(data.X, None, [kernel])[0]
-        log.add("train", data.name, [(sigma, 0)], "Gram of the candidates")
+        exp.log.add("train", data.name, [(sigma, 0)], "Gram of the candidates")
     spectrum = gram_spectrum(stats)
     lams = np.asarray(sorted(args.lams), dtype=np.float64)
     weights, dof = leverage_scores(spectrum, lams)
@@ -86,37 +73,34 @@ def run(args: argparse.Namespace) -> dict:
                if np.sum(spectrum.eigenvalues > lam) < 0.9 * m0 else " (nearly full rank: nearly uniform weights).")
             for lam in lams)
     )
-    plt = pyplot()
-    fig, axes = plt.subplots(2, 2, figsize=(11, 7))
-    for j, (lam, w) in enumerate(zip(lams, weights)):
-        ax = axes[0, j]
-        ax.hist(w * m0, bins=40, color="C0" if j == 0 else "C3")
-        ax.set_title(f"lambda = {lam:.0e}: histogram of M0·q^ (1 = uniform)")
-        ax.set_xlabel("M0 · q^_i")
-        ax.set_ylabel("candidates")
-        ax = axes[1, j]
-        ax.plot(np.arange(m0), w, ".", ms=2, color="C0" if j == 0 else "C3")
-        ax.axhline(1.0 / m0, color="k", lw=0.8, ls="--", label="uniform 1/M0")
-        ax.set_title(f"lambda = {lam:.0e}: q^_i over the candidate index")
-        ax.set_xlabel("candidate index i")
-        ax.set_ylabel("q^_i")
-        ax.legend(loc="upper right")
-    fig.suptitle(f"ELSS weights, {data.label}, M0 = {m0}")
-    fig.tight_layout()
-    fig.savefig(out_path(args, "fig1_weights.png"), dpi=120)
-    plt.close(fig)
-    fig, ax = plt.subplots(1, 2, figsize=(11, 4))
-    ax[0].loglog(grid, diag.dof, "o-")
-    ax[0].set_xlabel("lambda")
-    ax[0].set_ylabel("d_lambda = tr Q")
-    ax[0].set_title("degrees of freedom")
-    ax[1].semilogy(diag.eigenvalues, ".")
-    ax[1].set_xlabel("k")
-    ax[1].set_ylabel("eigenvalue of G")
-    ax[1].set_title("spectrum of the normalised Gram")
-    fig.tight_layout()
-    fig.savefig(out_path(args, "fig1_dof.png"), dpi=120)
-    plt.close(fig)
+    plt = pyplot("fig1_weights.png", "fig1_dof.png")
+    if plt is not None:
+        fig, axes = plt.subplots(2, 2, figsize=(11, 7))
+        for j, (lam, w) in enumerate(zip(lams, weights)):
+            ax = axes[0, j]
+            ax.hist(w * m0, bins=40, color="C0" if j == 0 else "C3")
+            ax.set_title(f"lambda = {lam:.0e}: histogram of M0·q^ (1 = uniform)")
+            ax.set_xlabel("M0 · q^_i")
+            ax.set_ylabel("candidates")
+            ax = axes[1, j]
+            ax.plot(np.arange(m0), w, ".", ms=2, color="C0" if j == 0 else "C3")
+            ax.axhline(1.0 / m0, color="k", lw=0.8, ls="--", label="uniform 1/M0")
+            ax.set_title(f"lambda = {lam:.0e}: q^_i over the candidate index")
+            ax.set_xlabel("candidate index i")
+            ax.set_ylabel("q^_i")
+            ax.legend(loc="upper right")
+        fig.suptitle(f"ELSS weights, {data.label}, M0 = {m0}")
+        save_figure(args, fig, "fig1_weights.png")
+        fig, ax = plt.subplots(1, 2, figsize=(11, 4))
+        ax[0].loglog(grid, diag.dof, "o-")
+        ax[0].set_xlabel("lambda")
+        ax[0].set_ylabel("d_lambda = tr Q")
+        ax[0].set_title("degrees of freedom")
+        ax[1].semilogy(diag.eigenvalues, ".")
+        ax[1].set_xlabel("k")
+        ax[1].set_ylabel("eigenvalue of G")
+        ax[1].set_title("spectrum of the normalised Gram")
+        save_figure(args, fig, "fig1_dof.png")
     results = {
         "dataset": data.name,
         "label": data.label,
@@ -128,5 +112,4 @@ def run(args: argparse.Namespace) -> dict:
         "dof_grid": {"lams": grid.tolist(), "dof": diag.dof.tolist()},
         "eigenvalues": diag.eigenvalues.tolist(),
     }
-    return finish(args, "fig1_weights", results, md, log)
-
+    return exp.finish("fig1_weights", results, md)

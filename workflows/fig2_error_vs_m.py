@@ -84,7 +84,7 @@ def method_fits(train, valid, ms, m0, lams, rhos, alphas, seed, regression, spec
     """Every (method, M, parameter) of the figure as ridge paths on sub-blocks of the statistics."""
     from dxrf.selection import gram_spectrum, select_features
 
-    from ._paper import prefix, ridge_fit
+    from ._paper import plain_fit, prefix, ridge_fit
 
     fits = []
     for m in ms:
@@ -95,7 +95,7 @@ def method_fits(train, valid, ms, m0, lams, rhos, alphas, seed, regression, spec
             spectra[p] = gram_spectrum(prefix(train + valid, p))  # N0 = N: all training inputs
         spec = spectra[p]
         rng = np.random.default_rng([seed, m])
-        fits.append(ridge_fit(("RKS", m), {}, 0, train, valid, np.arange(m), np.full(m, math.sqrt(m0 / m)), alphas))
+        fits.append(plain_fit(("RKS", m), train, valid, m, m0, alphas))
         for name, how in (("ELSS-1", "sample"), ("ELSS-2", "top")):
             for lam in lams:
                 sel = select_features(spec, m, criterion="leverage", method=how, lam=lam, random_state=rng)
@@ -109,48 +109,24 @@ def method_fits(train, valid, ms, m0, lams, rhos, alphas, seed, regression, spec
     return fits
 
 
-def rks_validation(train, valid, m, m0, alphas) -> float:
-    from ._paper import ridge_fit
-
-    f = ridge_fit(("RKS", m), {}, 0, train, valid, np.arange(m), np.full(m, math.sqrt(m0 / m)), alphas)
-    return float(f.mse["valid"].min())
-
-
-def candidate_pass(data, sigma: float, seed: int, m0: int, log):
-    """ONE pass over the training rows: statistics of ``m0`` candidates for training and validation rows.
-
-    Returns ``(kernel, train, valid)``; the pass is recorded in ``log``.
-    """
-    from ._paper import VALIDATION_FRACTION, fourier_kernel, stats_pass
-
-    kernel = fourier_kernel(data.d, m0, sigma, seed)
-    train, valid = stats_pass(data.X, data.T, [kernel], fraction=VALIDATION_FRACTION, seed=seed)[0]
-    log.add("train", data.name, [(sigma, seed)], "candidate statistics (train + validation)")
-    return kernel, train, valid
-
-
 def select_sigma(data, grid, seed: int, args, log):
     """The bandwidth of ``grid`` whose RKS fit at the largest M has the lowest validation MSE.
 
-    One candidate pass per bandwidth (:func:`candidate_pass`). Returns
-    ``(sigma, kernel, train, valid, scores)``: the chosen bandwidth with its
-    candidate kernel and statistics, and ``{"sigma", "rks_valid_mse"}`` per
-    bandwidth.
+    One candidate pass of ``10 * max(M)`` candidates per bandwidth
+    (:func:`workflows._paper.select_sigma`). Returns ``(sigma, kernel, train,
+    valid, scores)``: the chosen bandwidth with its candidate kernel and
+    statistics, and ``{"sigma", "rks_valid_mse"}`` per bandwidth.
     """
-    from ._paper import say
+    from . import _paper
 
-    m0 = 10 * max(args.m)
-    best = None
-    scores = []
-    for sigma in grid:
-        kernel, train, valid = candidate_pass(data, sigma, seed, m0, log)
-        v = rks_validation(train, valid, max(args.m), m0, args.alphas)
-        scores.append({"sigma": sigma, "rks_valid_mse": v})
-        say(f"   sigma = {sigma:.3g}: validation MSE of RKS at M = {max(args.m)}: {v:.4g}")
-        if best is None or v < best[0]:
-            best = (v, sigma, kernel, train, valid)
-    _, sigma, kernel, train, valid = best
-    return sigma, kernel, train, valid, scores
+    m = max(args.m)
+    sigma, kernel, train, valid, scores = _paper.select_sigma(data, grid, seed, log, m=m, m0=10 * m, alphas=args.alphas)
+    return sigma, kernel, train, valid, sigma_scores(grid, scores)
+
+
+def sigma_scores(grid, scores) -> list[dict]:
+    """The bandwidths' validation MSEs as the results record them."""
+    return [{"sigma": sigma, "rks_valid_mse": v} for sigma, v in zip(grid, scores)]
 
 
 def seed_fits(data, kernel, train, valid, sigma, seed, args, log) -> list:
@@ -162,34 +138,14 @@ def seed_fits(data, kernel, train, valid, sigma, seed, args, log) -> list:
     models at once (classification: one over the training rows, one over the
     test rows).
     """
-    from ._paper import (
-        VALIDATION_FRACTION,
-        add_mse,
-        assign_errors,
-        error_pass,
-        model_groups,
-        regression_errors,
-        stats_pass,
-    )
+    from ._paper import error_passes, test_mse_pass
 
     m0 = kernel.n_components
     fits = method_fits(train, valid, args.m, m0, args.lams, args.rhos, args.alphas, seed, data.regression, {})
     if data.regression:
-        (test,) = stats_pass(data.X_test, data.T_test, [kernel])[0]
-        log.add("test", data.name, [(sigma, seed)], "test statistics")
-        add_mse(fits, "test", {0: test})
-        regression_errors(fits)
+        test_mse_pass(data, {0: kernel}, fits, [(sigma, seed)], log)
     else:
-        groups, layout = model_groups(fits, {0: kernel})
-        n_models = groups[0].coef.shape[0]
-        res = error_pass(data.X, data.labels, groups, fraction=VALIDATION_FRACTION, seed=seed)
-        if res[1][0].n != valid.n:  # the prediction pass must see exactly the statistics' validation rows
-            raise RuntimeError(f"validation rows differ: {res[1][0].n} in the prediction pass, {valid.n} in the statistics")
-        log.add("train", data.name, [(sigma, seed)], f"0-1 errors of {n_models} models on training/validation rows")
-        assign_errors(layout, res, ("train", "valid"))
-        res = error_pass(data.X_test, data.labels_test, groups)
-        log.add("test", data.name, [(sigma, seed)], f"0-1 errors of {n_models} models on test rows")
-        assign_errors(layout, res, ("test", None))
+        error_passes(data, {0: kernel}, fits, [(sigma, seed)], log, seed=seed, n_valid=valid.n)
     return fits
 
 
@@ -210,46 +166,26 @@ def evaluate_seed(data, kernel, train, valid, sigma, seed, args, log):
 
 def run(args: argparse.Namespace) -> dict:
     from ._common import table
-    from ._paper import (
-        PassLog,
-        Workdir,
-        dataset_label,
-        finish,
-        fmt_ms,
-        load_data,
-        mean_std,
-        out_path,
-        pyplot,
-        resolve_options,
-        say,
-        short_label,
-    )
+    from ._paper import Experiment, dataset_label, dataset_panels, fmt_ms, mean_std, say, seed_candidates
 
-    resolve_options(args, FULL, QUICK)
-    m0 = 10 * max(args.m)
-    log = PassLog()
-    results = {"m": args.m, "m0": m0, "seeds": args.seeds, "sigma_factors": args.sigma_factors, "lams": args.lams,
-               "alphas": args.alphas, "rhos": args.rhos, "datasets": {}}
-    sections = []
-    with Workdir("fig2") as wd:
+    with Experiment(args, FULL, QUICK, "fig2") as exp:
+        m0 = 10 * max(args.m)
+        results = {"m": args.m, "m0": m0, "seeds": args.seeds, "sigma_factors": args.sigma_factors, "lams": args.lams,
+                   "alphas": args.alphas, "rhos": args.rhos, "datasets": {}}
+        sections = []
         for name in args.datasets:
             per_seed = []
             info = {}
-            for seed in range(args.seeds):
-                data = load_data(name, wd, chunk_rows=args.chunk_rows, n_rows=args.n_rows, rep=seed)
+            for c in seed_candidates(exp, name, m0, m=max(args.m)):
+                data = c.data
                 error_kind = "test MSE (scaled response)" if data.regression else "test misclassification rate"
-                if seed == 0:
-                    grid = [f * data.sigma_median for f in args.sigma_factors]
-                    say(f"\n== {data.label}: {data.n_train} training / {data.n_test} test rows, d = {data.d}; "
-                        f"M0 = {m0}; sigma grid {[round(s, 3) for s in grid]}")
-                    sigma, kernel, train, valid, info["sigma_validation"] = select_sigma(data, grid, seed, args, log)
-                    info["sigma"] = sigma
-                    say(f"   chosen sigma = {sigma:.3g}")
-                else:
-                    kernel, train, valid = candidate_pass(data, sigma, seed, m0, log)
-                per_seed.append(evaluate_seed(data, kernel, train, valid, sigma, seed, args, log))
-                say(f"   seed {seed}: " + ", ".join(f"{k} {per_seed[-1][(k, max(args.m))]['test']:.4f}" for k in METHODS)
-                    + f"  (M = {max(args.m)}; {log.seconds():.0f} s)")
+                if c.scores is not None:
+                    info["sigma_validation"] = sigma_scores(c.grid, c.scores)
+                    info["sigma"] = c.sigma
+                    say(f"   chosen sigma = {c.sigma:.3g}")
+                per_seed.append(evaluate_seed(data, c.kernel, c.train, c.valid, c.sigma, c.seed, args, exp.log))
+                say(f"   seed {c.seed}: " + ", ".join(f"{k} {per_seed[-1][(k, max(args.m))]['test']:.4f}" for k in METHODS)
+                    + f"  (M = {max(args.m)}; {exp.log.seconds():.0f} s)")
             errs = {k: {m: [s[(k, m)]["test"] for s in per_seed] for m in args.m} for k in METHODS}
             chosen = {k: {m: [s[(k, m)]["params"] for s in per_seed] for m in args.m} for k in METHODS}
             majority = None if data.regression else 1.0 - float(max(np.mean(data.Ytm == c) for c in (0, 1)))
@@ -287,13 +223,8 @@ def run(args: argparse.Namespace) -> dict:
                 f"M0 = 10·M (prefixes of {m0} candidates); baseline ({results['datasets'][name]['baseline_kind']}) = {baseline:.4f}\n\n"
                 + table(["method \\ M"] + [str(m) for m in args.m], rows) + "\n\n" + claims_md
             )
-    plt = pyplot()
-    names = list(results["datasets"])
-    cols = min(2, len(names))
-    rows_n = math.ceil(len(names) / cols)
-    fig, axes = plt.subplots(rows_n, cols, figsize=(6 * cols, 4.2 * rows_n), squeeze=False)
-    for ax, name in zip(axes.ravel(), names):
-        r = results["datasets"][name]
+
+    def draw(ax, r: dict) -> None:
         for k in METHODS:
             mu = [r["mean"][k][str(m)] for m in args.m]
             sd = [r["std"][k][str(m)] for m in args.m]
@@ -302,14 +233,8 @@ def run(args: argparse.Namespace) -> dict:
         ax.set_xticks(args.m, [str(m) for m in args.m])
         ax.set_xlabel("number of features M")
         ax.set_ylabel("test MSE (scaled y)" if r["task"] == "regression" else "test misclassification")
-        ax.set_title(short_label(name), fontsize=10)
-        ax.grid(alpha=0.3)
-    for ax in axes.ravel()[len(names):]:
-        ax.axis("off")
-    axes.ravel()[0].legend(fontsize=8)
-    fig.suptitle(f"ELSS figure 2: test error vs M (mean ± std over {args.seeds} seeds)")
-    fig.tight_layout()
-    fig.savefig(out_path(args, "fig2_error_vs_m.png"), dpi=120)
-    plt.close(fig)
+
+    dataset_panels(args, "fig2_error_vs_m.png", results["datasets"], draw, cols=min(2, len(results["datasets"])),
+                   width=6, legend_size=8, title=f"ELSS figure 2: test error vs M (mean ± std over {args.seeds} seeds)")
     md = "## ELSS figure 2: test error against M\n\n" + "\n\n".join(sections)
-    return finish(args, "fig2_error_vs_m", results, md, log)
+    return exp.finish("fig2_error_vs_m", results, md)

@@ -26,7 +26,6 @@ over test data per (data set, sigma, seed).
 from __future__ import annotations
 
 import argparse
-import math
 
 import numpy as np
 
@@ -67,52 +66,41 @@ def run(args: argparse.Namespace) -> dict:
 
     from ._common import table
     from ._paper import (
-        PassLog,
-        Workdir,
-        add_mse,
-        assign_errors,
+        Experiment,
         choose,
         dataset_label,
-        error_pass,
-        finish,
+        dataset_panels,
+        error_passes,
         fmt_ms,
         fourier_kernel,
-        load_data,
+        headline,
         mean_std,
-        model_groups,
-        out_path,
-        pyplot,
-        regression_errors,
-        resolve_options,
+        plain_fit,
+        plain_validation,
         ridge_fit,
         say,
-        short_label,
         stats_pass,
+        test_mse_pass,
     )
 
-    resolve_options(args, FULL, QUICK)
-    m, m0, reps = args.m, 10 * args.m, args.reps
-    lams = np.asarray(args.lams, dtype=np.float64)
-    log = PassLog()
-    results = {"m": m, "m0": m0, "reps": reps, "lams": lams.tolist(), "alphas": args.alphas,
-               "sigma_factors": args.sigma_factors, "datasets": {}}
-    sections = []
-    with Workdir("fig3") as wd:
+    with Experiment(args, FULL, QUICK, "fig3") as exp:
+        m, m0, reps = args.m, 10 * args.m, args.reps
+        lams = np.asarray(args.lams, dtype=np.float64)
+        results = {"m": m, "m0": m0, "reps": reps, "lams": lams.tolist(), "alphas": args.alphas,
+                   "sigma_factors": args.sigma_factors, "datasets": {}}
+        sections = []
         for name in args.datasets:
-            data = load_data(name, wd, chunk_rows=args.chunk_rows, n_rows=args.n_rows, rep=0)
+            data = exp.load(name, rep=0)
             grid = [f * data.sigma_median for f in args.sigma_factors]
-            say(f"\n== {data.label}: {data.n_train} training / {data.n_test} test rows, d = {data.d}; M = {m}, "
-                f"M0 = {m0}; {reps} repetitions x {len(grid)} sigmas in one pass")
+            headline(data, f"M = {m}, M0 = {m0}; {reps} repetitions x {len(grid)} sigmas in one pass")
             kernels = {(s, r): fourier_kernel(data.d, m0, sigma, r) for s, sigma in enumerate(grid) for r in range(reps)}
             keys = list(kernels)
             stats = dict(zip(keys, stats_pass(data.X, data.T, [kernels[k] for k in keys], fraction=0.2, seed=0)))
-            log.add("train", name, [(grid[s], r) for s, r in keys], "candidate statistics of every sigma and repetition")
+            exp.log.add("train", name, [(grid[s], r) for s, r in keys], "candidate statistics of every sigma and repetition")
             # sigma: mean validation error of RKS at M over the repetitions
-            up = math.sqrt(m0 / m)
             scores = []
             for s, sigma in enumerate(grid):
-                v = [ridge_fit(("RKS",), {}, 0, *stats[(s, r)], np.arange(m), np.full(m, up), args.alphas).mse["valid"].min()
-                     for r in range(reps)]
+                v = [plain_validation(*stats[(s, r)], m, m0, args.alphas) for r in range(reps)]
                 scores.append(float(np.mean(v)))
                 say(f"   sigma = {sigma:.3g}: mean validation MSE of RKS at M = {m}: {scores[-1]:.4g}")
             s_best = int(np.argmin(scores))
@@ -123,28 +111,19 @@ def run(args: argparse.Namespace) -> dict:
                 train, valid = stats[(s_best, r)]
                 spec = gram_spectrum(train + valid)
                 rng = np.random.default_rng([r, 7])
-                fits.append(ridge_fit(("RKS", None, r), {}, r, train, valid, np.arange(m), np.full(m, up), args.alphas))
+                fits.append(plain_fit(("RKS", None, r), train, valid, m, m0, args.alphas, group=r))
                 for alg, how in ALGORITHMS.items():
                     for i, lam in enumerate(lams):
                         sel = select_features(spec, m, criterion="leverage", method=how, lam=lam, random_state=rng)
                         fits.append(ridge_fit((alg, i, r), {"lam": float(lam)}, r, train, valid, sel.selected, sel.scales, args.alphas))
             chosen_kernels = {r: kernels[(s_best, r)] for r in range(reps)}
+            served = [(sigma, r) for r in range(reps)]  # the (sigma, seed) the later passes serve
             if data.regression:
-                test = stats_pass(data.X_test, data.T_test, [chosen_kernels[r] for r in range(reps)])
-                log.add("test", name, [(sigma, r) for r in range(reps)], "test statistics of every repetition")
-                add_mse(fits, "test", {r: test[r][0] for r in range(reps)})
-                regression_errors(fits)
+                test_mse_pass(data, chosen_kernels, fits, served, exp.log, "test statistics of every repetition")
                 error_kind = "MSE on the scaled response"
             else:
-                groups, layout = model_groups(fits, chosen_kernels)
-                res = error_pass(data.X, data.labels, groups, fraction=0.2, seed=0)
-                if res[1][0].n != stats[(s_best, 0)][1].n:
-                    raise RuntimeError("the prediction pass and the statistics disagree on the validation rows")
-                log.add("train", name, [(sigma, r) for r in range(reps)], "0-1 errors of every model on training/validation rows")
-                assign_errors(layout, res, ("train", "valid"))
-                res = error_pass(data.X_test, data.labels_test, groups)
-                log.add("test", name, [(sigma, r) for r in range(reps)], "0-1 errors of every model on test rows")
-                assign_errors(layout, res, ("test", None))
+                error_passes(data, chosen_kernels, fits, served, exp.log, seed=0, n_valid=stats[(s_best, 0)][1].n,
+                             models="every model")
                 error_kind = "misclassification rate"
             best = choose(fits)  # alpha on validation for each (algorithm, lambda, repetition)
             curves = {}
@@ -180,12 +159,9 @@ def run(args: argparse.Namespace) -> dict:
                 "std": {a: {p: [mean_std(v)[1] for v in curves[a][p]] for p in ("train", "test")} for a in curves},
                 "baseline": float(np.var(data.Ytm)) if data.regression else 1.0 - float(max(np.mean(data.Ytm == c) for c in (0, 1))),
             }
-            say(f"   done ({log.seconds():.0f} s)")
-    plt = pyplot()
-    names = list(results["datasets"])
-    fig, axes = plt.subplots(1, len(names), figsize=(5.5 * len(names), 4.2), squeeze=False)
-    for ax, name in zip(axes[0], names):
-        r = results["datasets"][name]
+            say(f"   done ({exp.log.seconds():.0f} s)")
+
+    def draw(ax, r: dict) -> None:
         for c, alg in zip(("C0", "C3"), ALGORITHMS):
             for part, ls in (("train", "--"), ("test", "-")):
                 mu, sd = np.array(r["mean"][alg][part]), np.array(r["std"][alg][part])
@@ -195,12 +171,8 @@ def run(args: argparse.Namespace) -> dict:
         ax.set_xscale("log")
         ax.set_xlabel("lambda")
         ax.set_ylabel(r["error"])
-        ax.set_title(short_label(name), fontsize=10)
-        ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=7)
-    fig.suptitle(f"ELSS figure 3: error vs lambda, M = {m}, mean ± std over {reps} repetitions")
-    fig.tight_layout()
-    fig.savefig(out_path(args, "fig3_lambda.png"), dpi=120)
-    plt.close(fig)
+
+    dataset_panels(args, "fig3_lambda.png", results["datasets"], draw,
+                   title=f"ELSS figure 3: error vs lambda, M = {m}, mean ± std over {reps} repetitions")
     md = "## ELSS figure 3: training and test error against lambda\n\n" + "\n\n".join(sections)
-    return finish(args, "fig3_lambda", results, md, log)
+    return exp.finish("fig3_lambda", results, md)

@@ -67,44 +67,37 @@ def run(args: argparse.Namespace) -> dict:
 
     from dxrf.selection import gram_spectrum, select_features
 
-    from ._common import table
     from dxrf.scoring import LinearModels
 
+    from ._common import table
     from ._paper import (
-        PassLog,
-        Workdir,
+        Experiment,
         dataset_label,
+        dataset_panels,
         error_pass,
-        finish,
         fmt_ms,
         fourier_kernel,
-        load_data,
+        headline,
         mean_std,
-        out_path,
-        pyplot,
-        resolve_options,
         say,
-        short_label,
         stats_pass,
     )
 
-    resolve_options(args, FULL, QUICK)
-    m, m0, reps = args.m, 10 * args.m, args.reps
-    log = PassLog()
-    results = {"k": args.k, "reps": reps, "m": m, "m0": m0, "datasets": {}}
-    sections = []
-    with Workdir("fig4") as wd, warnings.catch_warnings():
+    with Experiment(args, FULL, QUICK, "fig4") as exp, warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
+        m, m0, reps = args.m, 10 * args.m, args.reps
+        results = {"k": args.k, "reps": reps, "m": m, "m0": m0, "datasets": {}}
+        sections = []
         for name in args.datasets:
-            data = load_data(name, wd, chunk_rows=args.chunk_rows, n_rows=args.n_rows, rep=0)
+            data = exp.load(name, rep=0)
             if data.task != "binary":
                 raise ValueError(f"fig4-few-shot needs a binary classification set; {name!r} is {data.task}")
             sigma = args.sigma_factor * data.sigma_median
-            say(f"\n== {data.label}: {data.n_train} unlabelled training / {data.n_test} test rows, d = {data.d}; "
-                f"ELSS M = {m} from M0 = {m0} candidates, sigma = {sigma:.3g}; {reps} repetitions")
+            headline(data, f"ELSS M = {m} from M0 = {m0} candidates, sigma = {sigma:.3g}; {reps} repetitions",
+                     rows="unlabelled training")
             kernels = [fourier_kernel(data.d, m0, sigma, r) for r in range(reps)]
             stats = stats_pass(data.X, None, kernels)
-            log.add("train", name, [(sigma, r) for r in range(reps)], "candidate Grams of every repetition (inputs only)")
+            exp.log.add("train", name, [(sigma, r) for r in range(reps)], "candidate Grams of every repetition (inputs only)")
             by_class = [np.flatnonzero(data.Ym == c) for c in (0, 1)]
             ks = [k for k in args.k if k <= min(len(b) for b in by_class)]
             errs = {meth: {k: [] for k in ks} for meth in METHODS}
@@ -138,7 +131,7 @@ def run(args: argparse.Namespace) -> dict:
                     groups.append(LinearModels(kern, coef, icpt, task="classification"))
                     layout.append(meth)
             (scores,) = error_pass(data.X_test, data.labels_test, groups)
-            log.add("test", name, [(sigma, r) for r in range(reps)], "test 0-1 errors of every ELSS / RKS model")
+            exp.log.add("test", name, [(sigma, r) for r in range(reps)], "test 0-1 errors of every ELSS / RKS model")
             for meth, sc in zip(layout, scores):
                 for j, k in enumerate(ks):
                     errs[meth][k].append(float(sc.error[j]))
@@ -160,12 +153,9 @@ def run(args: argparse.Namespace) -> dict:
                 "mean": {meth: {str(k): mean_std(v)[0] for k, v in d.items()} for meth, d in errs.items()},
                 "std": {meth: {str(k): mean_std(v)[1] for k, v in d.items()} for meth, d in errs.items()},
             }
-            say(f"   done ({log.seconds():.0f} s)")
-    plt = pyplot()
-    names = list(results["datasets"])
-    fig, axes = plt.subplots(1, len(names), figsize=(5.5 * len(names), 4.2), squeeze=False)
-    for ax, name in zip(axes[0], names):
-        r = results["datasets"][name]
+            say(f"   done ({exp.log.seconds():.0f} s)")
+
+    def draw(ax, r: dict) -> None:
         for meth in METHODS:
             mu = [r["mean"][meth][str(k)] for k in r["k"]]
             sd = [r["std"][meth][str(k)] for k in r["k"]]
@@ -175,12 +165,8 @@ def run(args: argparse.Namespace) -> dict:
         ax.set_xticks(r["k"], [str(k) for k in r["k"]])
         ax.set_xlabel("labelled rows per class K")
         ax.set_ylabel("test misclassification")
-        ax.set_title(short_label(name), fontsize=10)
-        ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=7)
-    fig.suptitle(f"ELSS figure 4: few-shot, mean ± std over {reps} repetitions")
-    fig.tight_layout()
-    fig.savefig(out_path(args, "fig4_few_shot.png"), dpi=120)
-    plt.close(fig)
+
+    dataset_panels(args, "fig4_few_shot.png", results["datasets"], draw,
+                   title=f"ELSS figure 4: few-shot, mean ± std over {reps} repetitions")
     md = "## ELSS figure 4: few-shot classification\n\n" + "\n\n".join(sections)
-    return finish(args, "fig4_few_shot", results, md, log)
+    return exp.finish("fig4_few_shot", results, md)

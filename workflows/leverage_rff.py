@@ -79,12 +79,12 @@ def features_needed(ms: list[int], errors: list[float], target: float) -> float 
 def seed_fits(train, valid, ms, m0, alphas, seed, spectrum):
     from dxrf.selection import select_features
 
-    from ._paper import ridge_fit
+    from ._paper import plain_fit, ridge_fit
 
     n = spectrum.n_samples
     fits = []
     for m in ms:
-        fits.append(ridge_fit(("RFF", m), {}, 0, train, valid, np.arange(m), np.full(m, math.sqrt(m0 / m)), alphas))
+        fits.append(plain_fit(("RFF", m), train, valid, m, m0, alphas))
         rng = np.random.default_rng([seed, m, 3])
         for alpha in alphas:
             sel = select_features(spectrum, m, criterion="leverage", method="sample", lam=n * alpha,
@@ -94,75 +94,45 @@ def seed_fits(train, valid, ms, m0, alphas, seed, spectrum):
     return fits
 
 
+def _regression_only(data) -> None:
+    if not data.regression:
+        raise ValueError(f"leverage-rff needs a regression set; {data.name!r} is {data.task}")
+
+
 def run(args: argparse.Namespace) -> dict:
     from dxrf.selection import gram_spectrum
 
     from ._common import table
     from ._paper import (
-        PassLog,
-        Workdir,
-        add_mse,
+        Experiment,
         choose,
         dataset_label,
-        finish,
+        dataset_panels,
         fmt_ms,
-        fourier_kernel,
-        load_data,
         mean_std,
-        out_path,
-        pyplot,
-        regression_errors,
-        resolve_options,
-        ridge_fit,
         say,
-        short_label,
-        stats_pass,
+        seed_candidates,
+        test_mse_pass,
     )
 
-    resolve_options(args, FULL, QUICK)
-    m0 = args.m0
-    if max(args.m) > m0:
-        raise ValueError(f"the largest M ({max(args.m)}) exceeds M0 = {m0}")
-    log = PassLog()
-    results = {"m": args.m, "m0": m0, "seeds": args.seeds, "alphas": args.alphas, "datasets": {}}
-    sections = []
-    with Workdir("levrff") as wd:
+    with Experiment(args, FULL, QUICK, "levrff") as exp:
+        m0 = args.m0
+        if max(args.m) > m0:
+            raise ValueError(f"the largest M ({max(args.m)}) exceeds M0 = {m0}")
+        results = {"m": args.m, "m0": m0, "seeds": args.seeds, "alphas": args.alphas, "datasets": {}}
+        sections = []
         for name in args.datasets:
             per_seed = []
-            for seed in range(args.seeds):
-                data = load_data(name, wd, chunk_rows=args.chunk_rows, n_rows=args.n_rows, rep=seed)
-                if not data.regression:
-                    raise ValueError(f"leverage-rff needs a regression set; {name!r} is {data.task}")
-                if seed == 0:
-                    grid = [f * data.sigma_median for f in args.sigma_factors]
-                    say(f"\n== {data.label}: {data.n_train} training / {data.n_test} test rows, d = {data.d}; "
-                        f"M0 = {m0}; sigma grid {[round(s, 3) for s in grid]}")
-                    best = None
-                    for sigma in grid:
-                        kernel = fourier_kernel(data.d, m0, sigma, seed)
-                        train, valid = stats_pass(data.X, data.T, [kernel], fraction=0.2, seed=seed)[0]
-                        log.add("train", name, [(sigma, seed)], "candidate statistics")
-                        m = max(args.m)
-                        v = float(ridge_fit(("RFF", m), {}, 0, train, valid, np.arange(m), np.full(m, math.sqrt(m0 / m)),
-                                            args.alphas).mse["valid"].min())
-                        say(f"   sigma = {sigma:.3g}: validation MSE of RFF at M = {m}: {v:.4g}")
-                        if best is None or v < best[0]:
-                            best = (v, sigma, kernel, train, valid)
-                    _, sigma, kernel, train, valid = best
-                else:
-                    kernel = fourier_kernel(data.d, m0, sigma, seed)
-                    train, valid = stats_pass(data.X, data.T, [kernel], fraction=0.2, seed=seed)[0]
-                    log.add("train", name, [(sigma, seed)], "candidate statistics")
+            for c in seed_candidates(exp, name, m0, m=max(args.m), label="RFF", what="candidate statistics",
+                                     check=_regression_only):
+                data, seed, sigma, kernel, train, valid = c.data, c.seed, c.sigma, c.kernel, c.train, c.valid
                 spectrum = gram_spectrum(train + valid)
                 fits = seed_fits(train, valid, args.m, m0, args.alphas, seed, spectrum)
-                (test,) = stats_pass(data.X_test, data.T_test, [kernel])[0]
-                log.add("test", name, [(sigma, seed)], "test statistics")
-                add_mse(fits, "test", {0: test})
-                regression_errors(fits)
+                test_mse_pass(data, {0: kernel}, fits, [(sigma, seed)], exp.log)
                 best_fits = choose(fits)
                 per_seed.append({key: (float(f.err["test"][j]), float(f.alphas[j])) for key, (f, j) in best_fits.items()})
                 say(f"   seed {seed}: " + ", ".join(f"{k} {per_seed[-1][(k, max(args.m))][0]:.4f}" for k in METHODS)
-                    + f" at M = {max(args.m)} ({log.seconds():.0f} s)")
+                    + f" at M = {max(args.m)} ({exp.log.seconds():.0f} s)")
             errs = {k: {m: [s[(k, m)][0] for s in per_seed] for m in args.m} for k in METHODS}
             alphas = {k: {m: [s[(k, m)][1] for s in per_seed] for m in args.m} for k in METHODS}
             means = {k: [mean_std(errs[k][m])[0] for m in args.m] for k in METHODS}
@@ -190,11 +160,8 @@ def run(args: argparse.Namespace) -> dict:
                 "chosen_alpha": {k: {str(m): v for m, v in d.items()} for k, d in alphas.items()},
                 "target": target, "features_needed": needed, "variance": float(np.var(data.Ytm)), "fewer_features": fewer,
             }
-    plt = pyplot()
-    names = list(results["datasets"])
-    fig, axes = plt.subplots(1, len(names), figsize=(5.5 * len(names), 4.2), squeeze=False)
-    for ax, name in zip(axes[0], names):
-        r = results["datasets"][name]
+
+    def draw(ax, r: dict) -> None:
         for k in METHODS:
             ax.errorbar(args.m, [r["mean"][k][str(m)] for m in args.m], yerr=[r["std"][k][str(m)] for m in args.m],
                         marker="o", ms=3, capsize=2, label=k)
@@ -203,12 +170,8 @@ def run(args: argparse.Namespace) -> dict:
         ax.set_xticks(args.m, [str(m) for m in args.m])
         ax.set_xlabel("number of features M")
         ax.set_ylabel("test MSE (scaled y)")
-        ax.set_title(short_label(name), fontsize=10)
-        ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=8)
-    fig.suptitle("Leverage-weighted vs plain RFF (kernel ridge regression)")
-    fig.tight_layout()
-    fig.savefig(out_path(args, "leverage_rff.png"), dpi=120)
-    plt.close(fig)
+
+    dataset_panels(args, "leverage_rff.png", results["datasets"], draw, legend_size=8,
+                   title="Leverage-weighted vs plain RFF (kernel ridge regression)")
     md = "## Leverage-weighted RFF (Li, Ton, Oglic & Sejdinovic) vs plain RFF\n\n" + "\n\n".join(sections)
-    return finish(args, "leverage_rff", results, md, log)
+    return exp.finish("leverage_rff", results, md)

