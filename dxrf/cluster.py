@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import os
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["get_client", "scheduler_address", "default_worker_layout", "local_worker_config"]
+if TYPE_CHECKING:
+    import distributed
+
+__all__ = ["get_client", "local_cluster", "scheduler_address", "default_worker_layout", "local_worker_config"]
 
 ENV_ADDRESS = "DASK_SCHEDULER_ADDRESS"
 
@@ -32,9 +37,9 @@ def default_worker_layout(memory_fraction: float = 0.8) -> tuple[int, int]:
 def local_worker_config(worker_profile: bool = False) -> dict:
     """Dask configuration for the workers of a cluster dxrf starts itself.
 
-    Use it as ``with dask.config.set(local_worker_config()):`` around the
-    creation of a ``LocalCluster``: worker processes take their configuration
-    when they start.
+    :func:`local_cluster` sets it around the creation of its ``LocalCluster``
+    (``with dask.config.set(local_worker_config()):``): worker processes take
+    their configuration when they start.
 
     Parameters
     ----------
@@ -90,7 +95,6 @@ def get_client(
     -------
     distributed.Client
     """
-    import dask
     from distributed import Client
 
     target = scheduler_address(address)
@@ -99,16 +103,98 @@ def get_client(
         if target.startswith("tls://") and security is None:
             _check_tls_configured(target)
         return Client(target, **kwargs)
+    cluster = local_cluster(
+        n_workers or None, memory_limit=memory_limit, worker_profile=worker_profile, dashboard_address=dashboard_address
+    )
+    try:
+        return _owning_client_class()(cluster, **kwargs)
+    except BaseException:
+        cluster.close()
+        raise
+
+
+def local_cluster(
+    n_workers: int | None = None,
+    threads_per_worker: int = 1,
+    memory_limit: int | str | None = None,
+    worker_profile: bool = False,
+    *,
+    dashboard_address: str | None = None,
+    **options: Any,
+) -> distributed.LocalCluster:
+    """A ``distributed.LocalCluster`` of worker processes, configured as dxrf runs its passes.
+
+    The one place where dxrf, its command line, benchmarks and tests start a
+    local cluster: worker processes (no GIL contention between BLAS calls),
+    one thread each by default, the workers configured by
+    :func:`local_worker_config`.
+
+    Parameters
+    ----------
+    n_workers : int, optional
+        Number of worker processes (default: one per core, see
+        :func:`default_worker_layout`).
+    threads_per_worker : int, default 1
+        Threads of each worker.
+    memory_limit : int or str, optional
+        Memory limit of each worker, as ``LocalCluster`` takes it (bytes,
+        ``"2GiB"``, ``"auto"``, ``0`` for none). Default: the per-worker share
+        of :func:`default_worker_layout`, 80% of the machine's memory divided
+        by the number of cores, whatever ``n_workers`` is.
+    worker_profile : bool, default False
+        Run distributed's statistical profiler in the workers (see
+        :func:`local_worker_config`).
+    dashboard_address : str, optional
+        Where to serve the dashboard (``":0"``: a free port); None, the
+        default, serves none.
+    **options
+        Further ``LocalCluster`` arguments (``security``, ``protocol``,
+        ``host``, ``silence_logs``, ...). ``processes`` is not one of them:
+        workers are always processes.
+
+    Returns
+    -------
+    distributed.LocalCluster
+        Close it (or use it as a context manager) to stop its processes.
+    """
+    import dask
+    from distributed import LocalCluster
+
     workers, per_worker = default_worker_layout()
+    if dashboard_address is None:
+        # without a dashboard the scheduler still serves HTTP (health, metrics); on
+        # a free port, not on 8787, which another cluster on this machine may hold
+        options["scheduler_kwargs"] = {"dashboard_address": ":0", **(options.get("scheduler_kwargs") or {})}
+    # workers read their configuration when they start, i.e. inside this block
     with dask.config.set(local_worker_config(worker_profile)):
-        return Client(
-            n_workers=n_workers or workers,
-            threads_per_worker=1,
+        return LocalCluster(
+            n_workers=workers if n_workers is None else n_workers,
+            threads_per_worker=threads_per_worker,
             processes=True,
-            memory_limit=memory_limit if memory_limit is not None else per_worker,
+            memory_limit=per_worker if memory_limit is None else memory_limit,
             dashboard_address=dashboard_address,
-            **kwargs,
+            **options,
         )
+
+
+@functools.cache
+def _owning_client_class() -> type:
+    """A ``distributed.Client`` subclass that closes its cluster when it is closed.
+
+    A client made on a cluster object leaves the cluster running when it
+    closes; :func:`get_client`'s embedded cluster belongs to its client.
+    """
+    import distributed
+
+    class Client(distributed.Client):  # the name its repr shows
+        def close(self, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return super().close(*args, **kwargs)
+            finally:
+                if self.cluster is not None:
+                    self.cluster.close()
+
+    return Client
 
 
 def _check_tls_configured(address: str) -> None:

@@ -24,7 +24,6 @@ from pathlib import Path
 import dask.array as da
 import numpy as np
 import pytest
-from distributed import LocalCluster
 from sklearn.exceptions import NotFittedError
 
 import dxrf
@@ -51,7 +50,7 @@ def dask_(a, rows=10):
 
 
 @pytest.fixture(scope="module")
-def files(tmp_path_factory):
+def files(tmp_path_factory, cluster2):
     root = tmp_path_factory.mktemp("bad")
     f = {"root": root}
     # tables
@@ -85,9 +84,8 @@ def files(tmp_path_factory):
     meta["attributes"]["dxrf_model_format"] = 2
     meta_path.write_text(json.dumps(meta))
     f["model"] = model
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
-        f["scheduler"] = cluster.scheduler_address
-        yield f
+    f["scheduler"] = cluster2.scheduler_address
+    return f
 
 
 def p(files, name: str) -> Path:

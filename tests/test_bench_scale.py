@@ -16,12 +16,13 @@ import tempfile
 import dask.array as da
 import numpy as np
 import pytest
-from distributed import Client, LocalCluster
+from distributed import Client
 from dxrf.workflows import bench_outofcore, bench_scaling
 from dxrf.workflows._common import bench_args
 
 import dxrf
 from dxrf.cli import build_parser
+from dxrf.cluster import local_cluster
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
@@ -50,9 +51,8 @@ def _pause(dask_worker) -> None:
 
 def test_outofcore_cancels_a_pass_stuck_on_a_paused_worker():
     # without a memory limit nothing resumes the worker: the pass can never end
-    with LocalCluster(
-        n_workers=1, threads_per_worker=1, processes=True, memory_limit=0, dashboard_address=":0"
-    ) as cluster, Client(cluster) as client:
+    # its own cluster: the worker stays paused
+    with local_cluster(1, memory_limit=0, dashboard_address=":0") as cluster, Client(cluster) as client:
         client.run(_pause)
         X = da.ones((1000, 4), chunks=(500, 4), dtype=np.float32)
         fmap = dxrf.RandomFourierFeatures(8, random_state=0).fit(np.zeros((1, 4), dtype=np.float32))

@@ -10,7 +10,6 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
-from distributed import LocalCluster
 
 import dxrf
 import dxrf.io
@@ -25,9 +24,8 @@ def run_dxrf(*args: str, env: dict | None = None, timeout: int = 300) -> subproc
 
 
 @pytest.fixture(scope="module")
-def cluster():
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as c:
-        yield c
+def cluster(cluster2):
+    return cluster2
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ import sys
 import numpy as np
 import pytest
 import zarr
-from distributed import LocalCluster
 
 import dxrf
 import dxrf.io
@@ -20,9 +19,8 @@ def run_dxrf(*args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def scheduler():
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
-        yield cluster.scheduler_address
+def scheduler(cluster2):
+    return cluster2.scheduler_address
 
 
 @pytest.fixture(scope="module")

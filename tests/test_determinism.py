@@ -8,7 +8,7 @@ import hashlib
 import numpy as np
 import pytest
 import zarr
-from distributed import Client, LocalCluster
+from distributed import Client
 
 import dxrf
 import dxrf.io
@@ -69,12 +69,12 @@ def _fit_all(paths, tmp_path, tag):
     return hashes
 
 
-def test_saved_models_identical_across_chunks_workers_and_runs(stored, tmp_path):
+def test_saved_models_identical_across_chunks_workers_and_runs(stored, tmp_path, cluster2, make_cluster):
     runs = []
     for n_workers in (1, 2):
-        with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
-            with Client(cluster):
-                runs.append(_fit_all(stored, tmp_path, f"w{n_workers}"))
+        cluster = cluster2 if n_workers == 2 else make_cluster(n_workers)
+        with Client(cluster):
+            runs.append(_fit_all(stored, tmp_path, f"w{n_workers}"))
     for name in _models():
         digests = {run[rows, name] for run in runs for rows in stored}
         assert len(digests) == 1, f"{name}: {len(digests)} different models"

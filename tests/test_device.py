@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import dxrf
-from dxrf import _device, stats
+from dxrf import _device, stats, stats_tiles
 from dxrf.features import blocks
 
 N, D, M = 2600, 6, 64
@@ -35,14 +35,14 @@ def standin(monkeypatch):
     """Make the pass treat every block as a device block; count device checks."""
     xp = _StandIn()
     xp.checked = 0
-    check = stats._check_block
+    check = stats_tiles.check_stats_block
 
     def counted(X, *args):
-        xp.checked += stats.array_module(X) is xp
+        xp.checked += stats_tiles.array_module(X) is xp
         return check(X, *args)
 
-    monkeypatch.setattr(stats, "array_module", lambda a: xp)
-    monkeypatch.setattr(stats, "_check_block", counted)
+    monkeypatch.setattr(stats_tiles, "array_module", lambda a: xp)
+    monkeypatch.setattr(stats_tiles, "check_stats_block", counted)
     return xp
 
 

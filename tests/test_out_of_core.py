@@ -16,10 +16,11 @@ import textwrap
 
 import numpy as np
 import pytest
-from distributed import Client, LocalCluster
+from distributed import Client
 
 import dxrf
 import dxrf.io
+from dxrf.cluster import local_cluster
 
 WORKER_LIMIT = 512 * 2**20
 D = 32
@@ -88,9 +89,7 @@ def test_ingest_and_pass_larger_than_worker_memory(big_npy, tmp_path):
     X = data.X
     assert X.shape == (ROWS, D) and X.chunks[0][0] == CHUNK
     fmap = dxrf.RandomFourierFeatures(64, bandwidth=float(np.sqrt(D)), random_state=0).fit(np.zeros((1, D)))
-    with LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, memory_limit=WORKER_LIMIT, dashboard_address=None
-    ) as cluster, Client(cluster) as client:
+    with local_cluster(2, memory_limit=WORKER_LIMIT) as cluster, Client(cluster) as client:
         client.run(_reset_peak_rss)
         before = client.run(_worker_state)
         stats = dxrf.accumulate(X, features=fmap)

@@ -12,7 +12,7 @@ import dask.array as da
 import numpy as np
 import pytest
 import zarr
-from distributed import Client, LocalCluster
+from distributed import Client
 from sklearn.decomposition import PCA
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV
@@ -126,12 +126,12 @@ def test_selector_features(data):
     np.testing.assert_allclose(align(est.transform(X), ref.transform(Z), 0), ref.transform(Z), atol=1e-4)
 
 
-def test_cluster_on_zarr_equals_numpy(data, tmp_path):
+def test_cluster_on_zarr_equals_numpy(data, tmp_path, cluster2):
     X, _ = data
     arr = zarr.create_array(str(tmp_path / "X.zarr"), shape=X.shape, chunks=(100, 3), dtype="float64")
     arr[...] = X
     ref = RandomFeaturePCA(4, features=fourier()).fit(X)
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, Client(cluster):
+    with Client(cluster2):
         Xz = da.from_zarr(str(tmp_path / "X.zarr"))
         est = RandomFeaturePCA(4, features=fourier()).fit(Xz)
         T = est.transform(Xz)

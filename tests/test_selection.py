@@ -491,20 +491,6 @@ def zarr_data(tmp_path_factory, data):
     return paths
 
 
-@pytest.fixture(scope="module")
-def client():
-    distributed = pytest.importorskip("distributed")
-    cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
-    )
-    cl = distributed.Client(cluster)
-    try:
-        yield cl
-    finally:
-        cl.close()
-        cluster.close()
-
-
 def test_selectors_on_local_cluster_and_zarr(client, zarr_data, data):
     X, y, labels = data
     Xd = da.from_zarr(zarr_data["X"])

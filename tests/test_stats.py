@@ -7,7 +7,7 @@ import dask.array as da
 import numpy as np
 import pytest
 import zarr
-from distributed import Client, LocalCluster
+from distributed import Client
 
 import dxrf
 from dxrf.stats import FeatureStats, accumulate, block_stats, hashed_split
@@ -211,7 +211,7 @@ def test_block_stats_is_a_pure_numpy_function(data):
 @pytest.mark.parametrize("name", ["fourier-iid", "fourier-structured", "maxout"])
 def test_feature_slabs_do_not_change_the_statistics(data, name, monkeypatch):
     """Tiles are computed in cache-sized slabs of rows; their size must not matter."""
-    import dxrf.stats as stats_module
+    import dxrf.stats_tiles as stats_module
 
     X, y = data
     fmap = MAPS[name]("float64").fit(X)
@@ -268,20 +268,19 @@ def zarr_data(tmp_path_factory, data):
     return paths, str(ypath)
 
 
-def _cluster_stats(n_workers: int, zarr_data, fmap, dtype_tol_fields=None):
+def _cluster_stats(cluster, zarr_data, fmap, dtype_tol_fields=None):
     paths, ypath = zarr_data
     out = {}
-    with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
-        with Client(cluster):
-            for rows, path in paths.items():
-                X = da.from_zarr(path)
-                y = da.from_zarr(ypath)
-                out[rows] = accumulate(X, y, fmap, split=0.2)
+    with Client(cluster):
+        for rows, path in paths.items():
+            X = da.from_zarr(path)
+            y = da.from_zarr(ypath)
+            out[rows] = accumulate(X, y, fmap, split=0.2)
     return out
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
-def test_bitwise_identical_across_chunkings_worker_counts_and_numpy(data, zarr_data, dtype):
+def test_bitwise_identical_across_chunkings_worker_counts_and_numpy(data, zarr_data, dtype, cluster2, make_cluster):
     """Tiles follow a global grid of row indices (tiles cut by chunk boundaries are
     joined by fix-up tasks) and are summed with compensated arithmetic, so the
     statistics are bitwise identical for every chunking, worker count and for NumPy
@@ -289,8 +288,8 @@ def test_bitwise_identical_across_chunkings_worker_counts_and_numpy(data, zarr_d
     X, y = data
     fmap = dxrf.RandomFourierFeatures(120, bandwidth=2.0, dtype=dtype, random_state=0).fit(X)
     with dxrf.options(tile_bytes=300 * 120 * np.dtype(dtype).itemsize):  # 300-row tiles: many cut by chunks
-        two = _cluster_stats(2, zarr_data, fmap)
-        one = _cluster_stats(1, zarr_data, fmap)
+        two = _cluster_stats(cluster2, zarr_data, fmap)
+        one = _cluster_stats(make_cluster(1), zarr_data, fmap)
         ref = accumulate(X, y, fmap, split=0.2)
         threaded = accumulate(da.from_array(X, chunks=(433, D)), y, fmap, split=0.2)
     Z = fmap.transform(X).astype(np.float64)

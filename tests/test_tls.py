@@ -27,11 +27,11 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-from distributed import Client, LocalCluster, Security
+from distributed import Client, Security
 
 import dxrf
 import dxrf.io
-from dxrf.cluster import get_client
+from dxrf.cluster import get_client, local_cluster
 
 REFUSED = (OSError, TimeoutError, ssl.SSLError)  # CommClosedError is an OSError
 
@@ -129,10 +129,7 @@ def tls_scheduler(pki):
         tls_client_key=c_key,
         require_encryption=True,
     )
-    with LocalCluster(
-        n_workers=1, threads_per_worker=1, processes=False, protocol="tls://", host="127.0.0.1",
-        security=security, dashboard_address=":0",
-    ) as cluster:
+    with local_cluster(1, protocol="tls://", host="127.0.0.1", security=security, dashboard_address=":0") as cluster:
         assert cluster.scheduler_address.startswith("tls://127.0.0.1:")
         yield cluster.scheduler_address
 

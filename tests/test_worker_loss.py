@@ -19,11 +19,12 @@ import time
 import dask
 import numpy as np
 import pytest
-from distributed import Client, LocalCluster
+from distributed import Client
 from distributed.diagnostics.plugin import SchedulerPlugin
 
 import dxrf
 import dxrf.io
+from dxrf.cluster import local_cluster
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
 
@@ -51,9 +52,8 @@ def cluster():
         "distributed.deploy.lost-worker-timeout": "300s",
     }
     with dask.config.set(config):
-        with LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0", memory_limit="2GiB"
-        ) as c, Client(c) as client:
+        # its own cluster: the tests kill its workers
+        with local_cluster(2, memory_limit="2GiB", dashboard_address=":0") as c, Client(c) as client:
             counter = _TaskCounter()
             # the scheduler runs in this process: add the plugin on its event loop
             client.sync(_add_plugin, c.scheduler, counter)
@@ -244,3 +244,44 @@ def _capture(fn):
         return fn()
     except Exception as exc:  # noqa: BLE001 - handed to the test thread
         return exc
+
+
+def test_multi_map_pass_survives_a_killed_worker(cluster, data):
+    """Several feature maps from one read: a lost worker's partials are recomputed, bitwise."""
+    client, counter = cluster
+    _wait_for_workers(client, 2)
+    maps = [dxrf.RandomFourierFeatures(200, bandwidth=b, random_state=i).fit(data.X) for i, b in enumerate((1.0, 2.0, 4.0))]
+
+    def run():
+        return dxrf.accumulate(data.X, data.y, features=maps, split=0.2, progress=False)
+
+    ref, n_tasks = _count_tasks(counter, run)
+    got, info = _run_and_kill(client, counter, run, kill_at=max(2, n_tasks // 3))
+    assert info["killed"] is not None and info["still_running"], info
+    _wait_for_workers(client, 2, info["killed"])
+    for (rt, rv), (gt, gv) in zip(ref, got):
+        for r, g in ((rt, gt), (rv, gv)):
+            assert g.n == r.n
+            for name in ("gram", "sum", "cross", "ysum", "yy"):
+                np.testing.assert_array_equal(getattr(g, name), getattr(r, name))
+
+
+def test_logistic_fit_survives_a_killed_worker(cluster, data):
+    """Newton passes over zarr with a worker killed mid-fit give the same model."""
+    client, counter = cluster
+    _wait_for_workers(client, 2)
+    labels = (data.y > 0).astype("int64")
+
+    def fit():
+        return dxrf.RandomFeatureClassifier(
+            dxrf.RandomFourierFeatures(150, bandwidth=2.0, random_state=0), loss="logistic", alpha=1e-3
+        ).fit(data.X, labels)
+
+    ref, n_tasks = _count_tasks(counter, fit)
+    assert ref.n_passes_ >= 3
+    est, info = _run_and_kill(client, counter, fit, kill_at=max(2, n_tasks // 2))
+    assert info["killed"] is not None and info["still_running"], info
+    _wait_for_workers(client, 2, info["killed"])
+    assert est.n_passes_ == ref.n_passes_
+    np.testing.assert_array_equal(est.coef_, ref.coef_)
+    np.testing.assert_array_equal(est.intercept_, ref.intercept_)

@@ -15,7 +15,6 @@ import time
 
 import numpy as np
 import pytest
-from distributed import LocalCluster
 
 import dxrf
 from dxrf.cli import main
@@ -26,9 +25,8 @@ TIMES: dict[str, float] = {}
 
 
 @pytest.fixture(scope="module")
-def cluster():
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as c:
-        yield c
+def cluster(cluster2):
+    return cluster2
 
 
 @pytest.fixture(scope="module")
@@ -199,7 +197,7 @@ def test_stacked_models_predict_like_their_selected_features():
     icpt = rng.normal(size=(2, 1))
     fit = Fit(("x",), {}, 0, idx, scales, np.array([1.0, 2.0]), coefs, icpt)
     (group,), _ = model_groups([fit], {0: kernel})
-    got = kernel(X).astype(np.float64) @ group[1].astype(np.float64) + group[2]
+    got = kernel(X).astype(np.float64) @ group.coef[:, :, 0].T + group.intercept[:, 0]
     sub = kernel.subset(idx, scales)(X).astype(np.float64)
     want = np.stack([sub @ coefs[j, :, 0] + icpt[j, 0] for j in range(2)], axis=1)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
