@@ -288,3 +288,14 @@ def test_bench_multimap_smoke(tmp_path):
     assert res["bytes_read_singles"] == 4 * res["bytes_read_multi"]
     assert res["multi_s"] > 0 and res["single_passes_s"] > 0
     assert (tmp_path / "bench-multimap.json").exists()
+
+
+def test_bench_tile_smoke(tmp_path):
+    from dxrf.workflows import bench_tile
+    from dxrf.workflows._common import bench_args
+
+    res = bench_tile.run(bench_args(bench_tile, ["--m0", "64", "--rows", "500", "--n-features", "5", "--repeats", "1",
+                                                 "--out", str(tmp_path)]))
+    (run,) = res["runs"]
+    assert 0.0 < run["outside_syrk"] < 1.0 and run["seconds"]["syrk"] > 0
+    assert (tmp_path / "bench-tile.json").exists()

@@ -1,0 +1,78 @@
+"""Benchmark: where one tile of the statistics pass spends its time.
+
+One worker thread's view of a pass: a tile of ``rows`` rows at ``M0``
+features, on one BLAS thread, split into its parts — the features computed
+in cache-sized slabs (projection, cosine, column sums), the Gram (syrk) and
+the compensated add of the Gram into the running sums — each timed alone and
+the whole tile timed as the pass runs it. The share outside the syrk is what
+separates a pass from the syrk bound before any scheduling.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+DESCRIPTION = "one tile of the statistics pass, part by part, on one BLAS thread"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--m0", type=int, nargs="+", default=[2000], help="feature counts M0 (default 2000)")
+    parser.add_argument("--rows", type=int, default=10_000, help="rows per tile (default 10 000, the pass's tile)")
+    parser.add_argument("--n-features", type=int, default=90, help="input columns d (default 90)")
+    parser.add_argument("--repeats", type=int, default=7, help="timed repeats of each part (median; default 7)")
+    parser.add_argument("--out", default="results", help="results folder")
+
+
+def _median(fn, repeats: int) -> float:
+    fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def run(args: argparse.Namespace) -> dict:
+    from threadpoolctl import threadpool_limits
+
+    import dxrf
+    from dxrf.compensated import CompensatedSums
+    from dxrf.stats_tiles import TileWorker
+
+    from ._common import table, write_results
+
+    n, d = args.rows, args.n_features
+    X = np.random.default_rng(0).standard_normal((n, d)).astype(np.float32)
+    rows, results = [], {"rows": n, "n_features": d, "runs": []}
+    for m in args.m0:
+        kernel = dxrf.RandomFourierFeatures(m, bandwidth=float(np.sqrt(d)), random_state=0).fit(np.zeros((1, d))).kernel_
+        with threadpool_limits(1, user_api="blas"):
+            worker = TileWorker(kernel, n, None, 1)
+            Z = worker.buf[:n]
+            G = np.empty((m, m), np.float32)
+            proj = np.empty((n, m), np.float32)
+            sums = CompensatedSums(m, None)
+            t = {
+                "tile": _median(lambda: worker.add_tile(X, None, None), args.repeats),
+                "features in slabs": _median(lambda: worker._features_in_slabs(X, Z), args.repeats),
+                "projection alone": _median(lambda: np.matmul(X, kernel.W, out=proj), args.repeats),
+                "syrk": _median(lambda: np.matmul(Z.T, Z, out=G), args.repeats),
+                "compensated add": _median(lambda: sums.add("gram", G), args.repeats),
+            }
+        outside = 1.0 - t["syrk"] / t["tile"]
+        results["runs"].append({"m0": m, "seconds": t, "outside_syrk": outside,
+                                "syrk_gflops": n * m * m / t["syrk"] / 1e9,
+                                "projection_flops_over_syrk": 2 * d / m})
+        for part, s in t.items():
+            rows.append([m, part, s * 1e3, s / t["tile"]])
+        print(f"  M0={m}: tile {t['tile'] * 1e3:.1f} ms, outside the syrk {outside:.3f} "
+              f"(projection flops {2 * d / m:.3f} of the syrk's)", flush=True)
+    md = table(["M0", "part", "median ms", "share of the tile"], rows)
+    print(md)
+    write_results(args.out, "bench-tile", results, md)
+    return results
