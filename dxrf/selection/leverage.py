@@ -255,15 +255,12 @@ def _cholesky_diag_q(G: np.ndarray, lam: float, *, overwrite: bool = False) -> n
         X, info = lapack.dtrtri(L, lower=1, overwrite_c=1)
     if info != 0:
         return None
-    # column i of L^{-1} is row i of the C view, entries i..M0-1. A fixed
-    # blocking and numpy's own reduction (no BLAS): the same sums whatever the
-    # thread count.
+    # column i of L^{-1} is row i of the C view, entries i..M0-1: one contiguous
+    # dot per row, by numpy's own loop (einsum without BLAS), so the same sums
+    # whatever the thread count, and no M0 x M0 temporaries (the banded triu
+    # copies cost ~1 s of first touches at M0 = 10 000)
     Xc = X.T
-    inv_diag = np.empty(m)
-    for r0 in range(0, m, _BAND):
-        r1 = min(r0 + _BAND, m)
-        band = np.triu(Xc[r0:r1, r0:])
-        inv_diag[r0:r1] = np.einsum("ij,ij->i", band, band)
+    inv_diag = np.fromiter((np.einsum("j,j->", Xc[i, i:], Xc[i, i:]) for i in range(m)), dtype=np.float64, count=m)
     return 1.0 - lam * inv_diag
 
 
