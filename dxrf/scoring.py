@@ -18,8 +18,8 @@ import numpy as np
 
 from ._validation import check_choice, check_dask_matrix, check_subset, is_dask
 from .compensated import compensated_add
-from .engine import Pass, Rows, check_block, run_pass
-from .stats import check_split, hashed_split, resolve_kernel
+from .engine import Pass, Rows, check_block, hashed_split, run_pass
+from .stats import check_split, resolve_kernel
 
 __all__ = ["LinearModels", "ModelScores", "score_models"]
 

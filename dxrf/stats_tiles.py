@@ -16,7 +16,7 @@ import numpy as np
 from ._buffers import thread_buffer
 from ._device import array_module, kernel_on, to_host
 from .compensated import CompensatedSums, packed_size
-from .engine import Pass, Rows, check_block, check_columns
+from .engine import Pass, Rows, check_block, check_columns, hashed_split
 from .features.kernel import FeatureKernel
 from .options import get_options
 
@@ -162,8 +162,6 @@ class StatsConfig:
 
 
 def _block_mask(rows: Rows, n: int, mask, cfg: StatsConfig):
-    from .stats import hashed_split
-
     if cfg.fraction is not None:
         return hashed_split(rows.start, rows.start + n, cfg.fraction, cfg.seed)
     if mask is not None:

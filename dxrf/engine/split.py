@@ -1,0 +1,29 @@
+"""Validation rows chosen by a hash of the global row index: no pass, no dependence on chunking."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["hashed_split"]
+
+
+def _splitmix64(x: np.ndarray) -> np.ndarray:
+    """A bijective 64-bit mixer (Steele, Lea & Flood's SplitMix64 finaliser)."""
+    with np.errstate(over="ignore"):
+        z = x + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+def hashed_split(start: int, stop: int, fraction: float, seed: int = 0) -> np.ndarray:
+    """Validation mask of the global rows ``start .. stop - 1``.
+
+    Row ``i`` is a validation row when a hash of ``(i, seed)`` falls below
+    ``fraction``: the split depends only on the row index, never on chunking
+    or on the number of workers, and costs no pass to build.
+    """
+    idx = np.arange(start, stop, dtype=np.uint64)
+    salt = _splitmix64(np.array([seed], dtype=np.uint64))[0]
+    u = (_splitmix64(idx ^ salt) >> np.uint64(11)).astype(np.float64) * 2.0**-53
+    return u < fraction
