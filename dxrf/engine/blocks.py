@@ -27,11 +27,12 @@ def row_starts(chunks: Sequence[int]) -> list[int]:
 
 @dataclasses.dataclass(frozen=True)
 class Rows:
-    """Where a block's rows sit: ``[start, stop)`` of ``total`` rows."""
+    """Where a block's rows sit: ``[start, stop)`` of ``total`` rows, and its place ``index`` among the blocks."""
 
     start: int
     stop: int
     total: int
+    index: int = 0
 
     def tiles(self, tile_rows: int) -> Iterator[tuple[int, int, int, bool]]:
         """``(lo, hi, t, whole)`` for each global tile ``t`` meeting these rows.

@@ -138,7 +138,7 @@ def _run_in_process(spec: Pass, X: np.ndarray, columns: Sequence, shared: tuple,
     def run(start: int) -> Any:
         stop = min(start + size, n)
         cols = tuple(None if c is None else c[start:stop] for c in columns)
-        out = _call_block(spec, 1, X[start:stop], Rows(start, stop, n), shared, None, *cols)
+        out = _call_block(spec, 1, X[start:stop], Rows(start, stop, n, start // size), shared, None, *cols)
         if spec.tile_grids:
             out, fragments = out
             assert not fragments, "in-process blocks are whole tiles"
@@ -212,7 +212,7 @@ def run_pass(
     fragments = []
     for i, (xb, s, c) in enumerate(zip(x_blocks, starts, chunks)):
         j = lane_of[i]
-        out = task(spec, opts.blas_threads, xb, Rows(s, s + int(c), n), shipped, running[j], *(cb[i] for cb in col_blocks))
+        out = task(spec, opts.blas_threads, xb, Rows(s, s + int(c), n, i), shipped, running[j], *(cb[i] for cb in col_blocks))
         if fragmented:
             running[j], frags = out
             fragments.append(frags)

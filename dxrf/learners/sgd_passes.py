@@ -25,9 +25,8 @@ from .._validation import (
     is_dask,
 )
 from ..features.kernel import FeatureKernel
-from ..options import get_options
-from ..progress import active_client, compute
-from ..engine import aligned_blocks, row_starts, ship, tree_reduce
+from ..progress import active_client
+from ..engine import Pass, Rows, aligned_blocks, row_starts, run_pass, ship
 from ..stats import hashed_split
 
 
@@ -239,8 +238,26 @@ def _sum_field(values: list) -> Any:
     return total
 
 
-def _tree(parts: list) -> Any:
-    return tree_reduce(parts, _add, get_options().split_every)
+# The map-reduce passes of a fit, as the engine's blocks: the rows' place comes
+# from ``rows`` (its start for the hashed split, its index for the shuffle).
+def _mean_block(Y: Any, columns: tuple, rows: Rows, cfg: _Config, running: None) -> tuple[np.ndarray, int]:
+    (mask,) = columns
+    return _ysum_chunk(Y, mask, rows.start, cfg)
+
+
+def _avg_block(X: Any, columns: tuple, rows: Rows, state: _State, with_validation: bool, kernel: FeatureKernel,
+               epoch: int, cfg: _Config, running: None) -> tuple:
+    Y, mask = columns
+    return _avg_chunk(state, with_validation, X, Y, mask, kernel, rows.start, rows.index, epoch, cfg)
+
+
+def _eval_block(X: Any, columns: tuple, rows: Rows, state: _State, kernel: FeatureKernel, cfg: _Config, running: None):
+    Y, mask = columns
+    return _eval_chunk(state, X, Y, mask, kernel, rows.start, cfg)
+
+
+_SUM_PASS = {name: Pass(block=block, merge=_add) for name, block in
+             (("mean", _mean_block), ("average", _avg_block), ("evaluate", _eval_block))}
 
 
 # -- running passes: in this process for NumPy, as chains of tasks for dask ------------------
@@ -266,6 +283,9 @@ class _Data:
         self.x = list(X.to_delayed().ravel())
         self.y = aligned_blocks(Y, chunks, "y")
         self.m = aligned_blocks(mask, chunks, "validation") if mask is not None else [None] * self.n_chunks
+        # the arrays themselves, for the engine's map-reduce passes (which align them again)
+        Yd = Y if is_dask(Y) else da.from_array(np.asarray(Y), chunks=(chunks,) + np.shape(Y)[1:], name=False)
+        self.X_d, self.Y_d, self.mask_d = X, Yd.rechunk((chunks,) + (-1,) * (Yd.ndim - 1)), mask
 
 
 class _Runner:
@@ -298,8 +318,8 @@ class _Runner:
         d = self.data
         if not d.lazy:
             return _ysum_chunk(d.Y, self._local_mask(), 0, self.cfg)
-        parts = [dask.delayed(_ysum_chunk, pure=False)(yb, mb, s, self.cfg) for yb, mb, s in zip(d.y, d.m, d.starts)]
-        return compute(_tree(parts))
+        # a read of y only: y's blocks, aligned with X's chunks, are the rows of this pass
+        return run_pass(_SUM_PASS["mean"], d.Y_d, (d.mask_d,), (self.cfg,))
 
     def _share(self, state: _State) -> Any:
         # The state (O(M k) numbers) travels inside the graph: data scattered by the
@@ -355,12 +375,9 @@ class _Runner:
     def _averaging_epoch(self, state: _State, epoch: int) -> tuple[_State, tuple[float, int]]:
         d = self.data
         start_d = self._share(state)
-        task = dask.delayed(_avg_chunk, pure=False)
-        parts = [
-            task(start_d, self.has_validation, d.x[i], d.y[i], d.m[i], self.kernel_d, d.starts[i], i, epoch, self.cfg)
-            for i in range(d.n_chunks)
-        ]
-        coef_w, icpt_w, w, n_iter, loss_sum, loss_count, val_sum, val_count = compute(_tree(parts))
+        coef_w, icpt_w, w, n_iter, loss_sum, loss_count, val_sum, val_count = run_pass(
+            _SUM_PASS["average"], d.X_d, (d.Y_d, d.mask_d), (start_d, self.has_validation, self.kernel_d, epoch, self.cfg)
+        )
         out = state.copy() if w == 0 else _State(coef_w / w, icpt_w / w)
         out.n_iter = state.n_iter + n_iter
         out.loss_sum, out.loss_count = loss_sum, loss_count
@@ -373,8 +390,6 @@ class _Runner:
             mask = self._local_mask()
             return _loss_sum(state, d.X[mask], d.Y[mask], self.kernel, self.cfg)
         start_d = self._share(state)
-        task = dask.delayed(_eval_chunk, pure=False)
-        parts = [task(start_d, d.x[i], d.y[i], d.m[i], self.kernel_d, d.starts[i], self.cfg) for i in range(d.n_chunks)]
-        return compute(_tree(parts))
+        return run_pass(_SUM_PASS["evaluate"], d.X_d, (d.Y_d, d.mask_d), (start_d, self.kernel_d, self.cfg))
 
 
