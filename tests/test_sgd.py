@@ -231,10 +231,13 @@ class _Placement(SchedulerPlugin):
 def test_chain_runs_where_the_chunks_live(regression, cluster):
     """Each chunk's link runs on the worker holding the chunk: the state moves, not the data."""
     X, y = regression
-    X8 = np.hstack([X, np.zeros((len(X), 6))])  # chunks (12.8 kB) much larger than the state
+    # Chunks of 1 MB, as real ones are, against a state of about 200 bytes: the scheduler
+    # weighs a move by bytes over bandwidth (10 ms here), which an idle worker's
+    # occupancy never outweighs. With 13 kB chunks (0.1 ms) the choice was timing noise.
+    X8 = np.hstack([X, np.zeros((len(X), 638))])
     with Client(cluster) as client:
         client.register_plugin(_Placement())
-        Xp = da.from_array(X8, chunks=200).persist()
+        Xp = da.from_array(X8, chunks=(200, -1)).persist()
         wait(Xp)
         holder = {key: workers[0] for key, workers in client.who_has(Xp).items()}
         assert len(set(holder.values())) == 2  # spread over both workers
