@@ -14,8 +14,10 @@ from .features import (
 )
 from .learners import (
     RandomFeatureClassifier,
+    RandomFeatureClassifierCV,
     RandomFeaturePCA,
     RandomFeatureRidge,
+    RandomFeatureRidgeCV,
     RandomFeatureSGDClassifier,
     RandomFeatureSGDRegressor,
 )
@@ -50,6 +52,8 @@ __all__ = [
     "score_models",
     "RandomFeatureRidge",
     "RandomFeatureClassifier",
+    "RandomFeatureRidgeCV",
+    "RandomFeatureClassifierCV",
     "RandomFeatureSGDRegressor",
     "RandomFeatureSGDClassifier",
     "RandomFeaturePCA",

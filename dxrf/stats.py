@@ -101,6 +101,25 @@ class FeatureStats:
             add(self.yy, other.yy),
         )
 
+    def __sub__(self, other: FeatureStats) -> FeatureStats:
+        """The statistics of the rows in ``self`` but not in ``other`` (a part of them).
+
+        How k-fold training statistics come from one pass: the total minus
+        the fold. Float64 differences of sums, exact up to rounding of the total.
+        """
+        if not isinstance(other, FeatureStats):
+            return NotImplemented
+        if other.n > self.n:
+            raise ValueError(f"cannot subtract statistics of {other.n} rows from statistics of {self.n}")
+        return self + FeatureStats(
+            -other.gram,
+            -other.sum,
+            -other.n,
+            None if other.cross is None else -other.cross,
+            None if other.ysum is None else -other.ysum,
+            None if other.yy is None else -other.yy,
+        )
+
     def __radd__(self, other: object) -> FeatureStats:
         # lets sum([...]) start from 0
         if isinstance(other, numbers.Number) and other == 0:
@@ -252,11 +271,12 @@ def accumulate(
     split: float | np.ndarray | da.Array | None = None,
     *,
     split_seed: int = 0,
+    folds: int | None = None,
     progress: bool | None = None,
     tile_rows: int | None = None,
     split_every: int | None = None,
     lanes: int | None = None,
-) -> FeatureStats | tuple[FeatureStats, FeatureStats] | list:
+) -> FeatureStats | tuple[FeatureStats, ...] | list:
     """One pass over ``X`` accumulating the statistics of the features ``z(X)``.
 
     Each row chunk is one task (on the worker that holds or reads the chunk)
@@ -286,6 +306,14 @@ def accumulate(
         ``split_seed`` (independent of chunking). With a split the result is
         a pair ``(train, validation)`` from the same pass.
     split_seed : int, default=0
+        Seed of the hashed split, and of the hashed folds.
+    folds : int, optional
+        ``k >= 2``: every row goes to one of ``k`` folds by a hash of its
+        global row index and ``split_seed`` (independent of chunking), and
+        each fold's statistics are summed apart in this one pass. The result
+        is then a tuple of ``k`` statistics; fold ``j``'s training statistics
+        are ``sum(result) - result[j]`` (exact up to rounding: the sums are
+        float64). Not together with ``split``.
     progress : bool, optional
         Show a progress bar (default from :func:`dxrf.get_options`).
     tile_rows : int, optional
@@ -305,8 +333,9 @@ def accumulate(
 
     Returns
     -------
-    FeatureStats, or a pair (train, validation) when ``split`` is given; for
-    a list of maps, a list of those, one per map.
+    FeatureStats, or a pair (train, validation) when ``split`` is given, or
+    a tuple of ``folds`` statistics; for a list of maps, a list of those, one
+    per map.
 
     Notes
     -----
@@ -330,6 +359,9 @@ def accumulate(
     tile_rows = check_int(tile_rows, "tile_rows", allow_none=True, what="a positive integer")
     split_every = check_int(split_every, "split_every", low=2, allow_none=True, what="an integer of at least 2")
     fraction, mask = check_split(split)
+    folds = check_int(folds, "folds", low=2, allow_none=True, what="an integer of at least 2")
+    if folds is not None and split is not None:
+        raise ValueError("give either split (a hold-out) or folds (k-fold), not both")
 
     if not is_dask(X):
         X = np.asarray(X)
@@ -349,8 +381,8 @@ def accumulate(
     else:
         X = check_dask_matrix(X, n_features=kernels[0].n_features_in)
     tiles = [tile_rows or default_tile_rows(k) for k in kernels]
-    groups = 1 if (fraction is None and mask is None) else 2
-    cfg = StatsConfig(kernels, tiles, fraction, split_seed, groups)
+    groups = folds if folds is not None else (1 if (fraction is None and mask is None) else 2)
+    cfg = StatsConfig(kernels, tiles, fraction, split_seed, groups, folds)
     out = run_pass(
         stats_pass(cfg), X, (y, mask), (cfg,),
         progress=progress, split_every=split_every, lanes=lanes, names=("y", "split"),

@@ -16,7 +16,7 @@ import numpy as np
 from ._buffers import thread_buffer
 from ._device import array_module, kernel_on, to_host
 from .compensated import CompensatedSums, packed_size
-from .engine import Pass, Rows, check_block, check_columns, hashed_split
+from .engine import Pass, Rows, check_block, check_columns, hashed_folds, hashed_split
 from .features.kernel import FeatureKernel
 from .options import get_options
 
@@ -82,11 +82,17 @@ class TileWorker:
         return parts.sum(axis=0, dtype=np.float64)
 
     def add_tile(self, X: np.ndarray, Y: np.ndarray | None, mask: np.ndarray | None) -> None:
-        """Add one global tile (its train rows to group 0, validation rows to group 1)."""
+        """Add one global tile to its groups.
+
+        ``mask`` None: all rows to group 0; boolean: train rows (False) to
+        group 0, validation rows (True) to group 1; integer: row ``i`` to
+        group ``mask[i]`` (the folds of a k-fold pass).
+        """
         if mask is None:
             self._add_rows(0, X, Y)
             return
-        for g, rows in enumerate((~mask, mask)):
+        groups = (~mask, mask) if mask.dtype == bool else (mask == g for g in range(len(self.sums)))
+        for g, rows in enumerate(groups):
             if rows.any():
                 self._add_rows(g, X[rows], None if Y is None else Y[rows])
 
@@ -139,10 +145,12 @@ class StatsConfig:
     ``grid_of[i]`` is the index in ``grids`` (rows per tile, distinct values)
     of kernel ``i``'s tile grid: kernels sharing a grid share the fix-up of
     each cut tile. ``fraction``/``seed`` give a hashed validation split,
-    ``groups`` is 2 with a split (train, validation), else 1.
+    ``folds``/``seed`` hashed folds; ``groups`` is the number of row groups
+    summed apart: ``folds`` with folds, 2 with a split (train, validation),
+    else 1.
     """
 
-    def __init__(self, kernels, tile_rows, fraction, seed, groups) -> None:
+    def __init__(self, kernels, tile_rows, fraction, seed, groups, folds=None) -> None:
         self.kernels = tuple(kernels)
         self.grids = tuple(sorted(set(tile_rows)))
         self.grid_of = tuple(self.grids.index(t) for t in tile_rows)
@@ -150,6 +158,7 @@ class StatsConfig:
         self.fraction = fraction
         self.seed = seed
         self.groups = groups
+        self.folds = folds
 
     @property
     def nbytes(self) -> int:
@@ -158,10 +167,14 @@ class StatsConfig:
     def __dask_tokenize__(self) -> tuple:
         from dask.base import tokenize
 
-        return ("dxrf-stats-config", tokenize(self.kernels), self.tile_rows, self.fraction, self.seed, self.groups)
+        return ("dxrf-stats-config", tokenize(self.kernels), self.tile_rows, self.fraction, self.seed, self.groups,
+                self.folds)
 
 
 def _block_mask(rows: Rows, n: int, mask, cfg: StatsConfig):
+    """The block's row groups: a validation mask, fold labels, or None."""
+    if cfg.folds is not None:
+        return hashed_folds(rows.start, rows.start + n, cfg.folds, cfg.seed)
     if cfg.fraction is not None:
         return hashed_split(rows.start, rows.start + n, cfg.fraction, cfg.seed)
     if mask is not None:
@@ -247,7 +260,7 @@ def _stats_merge(*parts: dict) -> dict:
 
 
 def _stats_finish(total: dict, cfg: StatsConfig) -> list:
-    """Per kernel, its statistics, or the pair (train, validation) with a split."""
+    """Per kernel, its statistics, or the tuple of its groups' (train and validation, or folds)."""
     out = []
     for i, kernel in enumerate(cfg.kernels):
         done = tuple(s.finish(kernel.scale) for s in total[i])

@@ -1,10 +1,10 @@
-"""Validation rows chosen by a hash of the global row index: no pass, no dependence on chunking."""
+"""Validation rows and folds chosen by a hash of the global row index: no pass, no dependence on chunking."""
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["hashed_split"]
+__all__ = ["hashed_split", "hashed_folds"]
 
 
 def _splitmix64(x: np.ndarray) -> np.ndarray:
@@ -16,6 +16,13 @@ def _splitmix64(x: np.ndarray) -> np.ndarray:
         return z ^ (z >> np.uint64(31))
 
 
+def _row_uniforms(start: int, stop: int, seed: int) -> np.ndarray:
+    """A uniform number in [0, 1) for each global row ``start .. stop - 1``, from ``(row, seed)`` alone."""
+    idx = np.arange(start, stop, dtype=np.uint64)
+    salt = _splitmix64(np.array([seed], dtype=np.uint64))[0]
+    return (_splitmix64(idx ^ salt) >> np.uint64(11)).astype(np.float64) * 2.0**-53
+
+
 def hashed_split(start: int, stop: int, fraction: float, seed: int = 0) -> np.ndarray:
     """Validation mask of the global rows ``start .. stop - 1``.
 
@@ -23,7 +30,15 @@ def hashed_split(start: int, stop: int, fraction: float, seed: int = 0) -> np.nd
     ``fraction``: the split depends only on the row index, never on chunking
     or on the number of workers, and costs no pass to build.
     """
-    idx = np.arange(start, stop, dtype=np.uint64)
-    salt = _splitmix64(np.array([seed], dtype=np.uint64))[0]
-    u = (_splitmix64(idx ^ salt) >> np.uint64(11)).astype(np.float64) * 2.0**-53
-    return u < fraction
+    return _row_uniforms(start, stop, seed) < fraction
+
+
+def hashed_folds(start: int, stop: int, n_folds: int, seed: int = 0) -> np.ndarray:
+    """Fold of each global row ``start .. stop - 1``, an integer in ``0 .. n_folds - 1``.
+
+    The same hash as :func:`hashed_split`: row ``i`` is in fold
+    ``floor(n_folds * u_i)``, so folds are independent of chunking and of
+    the number of workers, and have about ``N / n_folds`` rows each.
+    """
+    u = _row_uniforms(start, stop, seed)
+    return np.minimum((u * n_folds).astype(np.intp), n_folds - 1)

@@ -5,12 +5,15 @@ from .classifier import RandomFeatureClassifier
 from .pca import RandomFeaturePCA
 from .ridge import RandomFeatureRidge
 from .ridge_path import RidgePath, mse_from_stats, ridge_path, solve_ridge
+from .search_cv import RandomFeatureClassifierCV, RandomFeatureRidgeCV
 from .sgd import RandomFeatureSGDClassifier, RandomFeatureSGDRegressor
 
 __all__ = [
     "RandomFeatureModel",
     "RandomFeatureRidge",
     "RandomFeatureClassifier",
+    "RandomFeatureRidgeCV",
+    "RandomFeatureClassifierCV",
     "RandomFeatureSGDRegressor",
     "RandomFeatureSGDClassifier",
     "RandomFeaturePCA",

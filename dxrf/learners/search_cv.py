@@ -1,0 +1,456 @@
+"""Model search from one pass: ``RandomFeatureRidgeCV`` and ``RandomFeatureClassifierCV``.
+
+One read of X accumulates the statistics of ``M0`` candidate random features
+for every bandwidth at once (:func:`dxrf.accumulate` with a list of maps),
+with the validation rows, or each of ``k`` folds, summed apart. Everything
+else is dense algebra on those statistics (:mod:`dxrf.search`): every
+selection method and its penalty, every number of features ``M`` (prefixes of
+one selection) and every ridge penalty ``alpha`` is validated exactly, and
+the best configuration is refitted on all rows from the same statistics.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import dask.array as da
+import numpy as np
+
+from .._labels import class_labels, encode_classes
+from .._validation import ParameterTypeError, check_bool, check_choice, check_fraction, check_int, is_integer
+from ..features.maps import RandomFourierFeatures
+from ..search.evaluate import fold_pairs, validate_bandwidth
+from ..search.grid import SearchGrid, Variant, check_grid
+from ..search.results import best_index, results_table, warn_at_edges
+from ..selection.selectors import (
+    EnergyScoreSelector,
+    KernelAlignmentSelector,
+    LeverageScoreSampler,
+    _split_random_state,
+)
+from ..stats import FeatureStats, accumulate
+from .classifier import LOSSES, RandomFeatureClassifier
+from .ridge import RandomFeatureRidge, is_float
+from .ridge_path import mse_from_stats, solve_ridge
+
+__all__ = ["RandomFeatureRidgeCV", "RandomFeatureClassifierCV", "DEFAULT_BANDWIDTHS", "DEFAULT_ALPHAS"]
+
+DEFAULT_BANDWIDTHS = ("median*0.25", "median*0.5", "median", "median*2", "median*4")
+DEFAULT_N_COMPONENTS = (100, 300)
+DEFAULT_ALPHAS = tuple(10.0**p for p in range(-8, 1))
+
+
+def check_cv(cv: object, n_rows: int) -> tuple[str, object]:
+    """``("kfold", k)``, ``("fraction", f)`` or ``("mask", mask)`` from a ``cv`` parameter."""
+    if is_integer(cv):
+        return "kfold", check_int(cv, "cv", low=2, what="an integer k >= 2, a fraction in (0, 1) or a boolean mask")
+    if isinstance(cv, numbers.Real) and not isinstance(cv, bool):
+        return "fraction", check_fraction(cv, "cv", what="an integer k >= 2, a fraction in (0, 1) or a boolean mask")
+    if hasattr(cv, "shape") and hasattr(cv, "dtype"):
+        if np.dtype(cv.dtype) != np.dtype(bool) or cv.ndim != 1:
+            raise ParameterTypeError(f"cv as an array must be a 1-d boolean mask (True = validation), got {cv.dtype} {cv.shape}")
+        if cv.shape[0] != n_rows:
+            raise ValueError(f"cv has {cv.shape[0]} rows but X has {n_rows}")
+        return "mask", cv
+    raise ParameterTypeError(f"cv must be an integer k >= 2, a fraction in (0, 1) or a boolean mask, got {cv!r}")
+
+
+def _resolve_seed(random_state: object) -> int:
+    """One integer seeding every draw of a search, so the refit repeats the search's selection."""
+    if is_integer(random_state):
+        return int(random_state)
+    if random_state is None:
+        return int(np.random.default_rng().integers(2**31))
+    if isinstance(random_state, np.random.RandomState):
+        return int(random_state.randint(2**31))
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(2**31))
+    raise ParameterTypeError(f"random_state must be an int, RandomState, Generator or None, got {random_state!r}")
+
+
+def _check_rows(groups: tuple[FeatureStats, ...], kind: str, cv: object, n_rows: int) -> None:
+    plural = "s" if n_rows != 1 else ""
+    if kind == "kfold":
+        empty = [j for j, g in enumerate(groups) if g.n == 0]
+        if empty:
+            raise ValueError(
+                f"cv={cv} leaves fold {empty[0]} without rows (X has {n_rows} sample{plural}); "
+                "use fewer folds or a hold-out fraction"
+            )
+    elif groups[0].n == 0 or groups[1].n == 0:
+        raise ValueError(f"the hold-out cv left no training or no validation rows (X has {n_rows} sample{plural}); change cv=")
+
+
+class _SearchCV:
+    """The search shared by the regressor and the classifier."""
+
+    _task = "regression"
+
+    def _candidate_map(self, n_candidates: int, bandwidth: float, seed: int) -> RandomFourierFeatures:
+        return RandomFourierFeatures(
+            n_candidates, kernel=self.kernel, bandwidth=bandwidth, sampling=self.sampling,
+            dtype=self.dtype, random_state=seed,
+        )
+
+    def _selector(self, variant: Variant, m: int, m0: int, bandwidth: float, seed: int) -> object:
+        base = self._candidate_map(m0, bandwidth, None)
+        kw = {"n_candidates": m0, "base": base, "random_state": seed}
+        if variant.criterion == "leverage":
+            return LeverageScoreSampler(m, lam=variant.lam, method=variant.method, **kw)
+        if variant.criterion == "energy":
+            return EnergyScoreSelector(m, **kw)
+        return KernelAlignmentSelector(m, rho=variant.rho, method=variant.method, **kw)
+
+    def _search(self, X: np.ndarray | da.Array, T: np.ndarray | da.Array, classes: np.ndarray | None) -> tuple:
+        """Run the pass and the search; set the search's attributes. Returns the refit's statistics and kernel."""
+        grid: SearchGrid = check_grid(
+            self.bandwidths, self.n_components, self.selections, self.lams, self.rhos, self.alphas, self.n_candidates
+        )
+        check_bool(self.fit_intercept, "fit_intercept")
+        kind, cv = check_cv(self.cv, X.shape[0])
+        seed = _resolve_seed(self.random_state)
+        passes = 0
+        median = None
+        if grid.needs_median:
+            # the median heuristic from a row sample: a read of X (random rows touch most chunks)
+            probe = self._candidate_map(1, "median", seed).fit(X)
+            median = float(probe.bandwidth_)
+            passes += 1
+        values = [b.resolve(median) for b in grid.bandwidths]
+        candidates = [self._candidate_map(grid.n_candidates, v, seed).fit(X) for v in values]
+        split = {"folds": cv} if kind == "kfold" else {"split": cv}
+        per_map = accumulate(X, T, [c.kernel_ for c in candidates], split_seed=self.cv_seed, **split)
+        passes += 1
+        _check_rows(per_map[0], kind, self.cv, X.shape[0])
+
+        def rng_for() -> np.random.Generator:
+            return _split_random_state(seed)[1]
+
+        mse, r2 = [], []
+        for groups in per_map:
+            pairs = fold_pairs(groups, kind == "kfold")
+            e, s = validate_bandwidth(pairs, grid, rng_for, task=self._task, fit_intercept=self.fit_intercept)
+            mse.append(e)
+            r2.append(s)
+        results = results_table(grid, values, mse, r2)
+        best = best_index(results)
+        params = dict(results["params"][best])
+        b = [s.text for s in grid.bandwidths].index(params["bandwidth"])
+        warn_at_edges(grid, params, values, values[b])
+
+        self.cv_results_ = results
+        self.best_index_ = best
+        self.best_params_ = params
+        self.best_score_ = float(results["mean_test_score"][best])
+        self.n_splits_ = len(per_map[0]) if kind == "kfold" else 1
+        self.n_candidates_ = grid.n_candidates
+        self.median_bandwidth_ = median
+        self.bandwidth_ = float(values[b])
+        self.random_state_ = seed
+        # the alpha path of the chosen (bandwidth, selection, M): mean validation MSE per alpha
+        same = [
+            i for i, p in enumerate(results["params"])
+            if all(p.get(k) == params.get(k) for k in ("bandwidth", "selection", "n_components", "lam", "rho"))
+        ]
+        self.alphas_ = grid.alphas
+        self.validation_errors_ = results["mean_validation_mse"][same]
+        self.alpha_ = float(params["alpha"])
+        self.n_passes_ = passes
+
+        # the refit: the chosen selection made again from all rows' statistics, no pass
+        total = sum(per_map[b])
+        variant = Variant(params["selection"], params.get("lam"), params.get("rho"))
+        m, m0 = params["n_components"], grid.n_candidates
+        cand = candidates[b]
+        if variant.criterion is None:
+            idx, scales = np.arange(m), np.full(m, np.sqrt(m0 / m))
+            self.features_ = cand
+            kernel = cand.kernel_.subset(idx, scales)
+        else:
+            selector = self._selector(variant, m, m0, values[b], seed)
+            selector.fit_from_stats(cand, total, task=self._task, classes=classes)
+            idx, scales = selector.selected_, selector.scales_
+            self.features_ = selector
+            kernel = selector.kernel_
+        self.kernel_ = kernel
+        self.n_features_in_ = kernel.n_features_in
+        return total.subset(idx, scales), kernel
+
+    def _ridge_refit(self, stats: FeatureStats) -> np.ndarray:
+        coef, intercept = solve_ridge(stats, self.alpha_, self.fit_intercept)
+        self.train_mse_ = float(mse_from_stats(stats, coef, intercept).mean())
+        self._intercept = intercept
+        return coef
+
+
+_SEARCH_PARAMETERS = """
+    bandwidths : list of float or str, default=("median*0.25", "median*0.5", "median", "median*2", "median*4")
+        Kernel bandwidths ``sigma``: numbers, or multiples of the median
+        heuristic (``"median"``, ``"median*0.5"``, ``"2*median"``: the median
+        pairwise distance of 1000 sampled rows, one extra read of X). All
+        bandwidths share one draw of frequencies, scaled by ``1 / sigma``.
+    n_components : list of int, default=(100, 300)
+        Numbers of features ``M``; each is a prefix of the selection of the
+        largest (nested top-M orders, or the first M of one i.i.d. draw).
+    selections : list of str, default=("none",)
+        ``"none"`` (the first M of the candidates: plain random features),
+        ``"elss-sample"`` and ``"elss-top"`` (ELSS Algorithms 1 and 2, one
+        per ``lams`` value), ``"eerf"`` (energy top-M), ``"lkrf"`` and
+        ``"lkrf-top"`` (LKRF sampling and top-M, one per ``rhos`` value).
+    lams : list of float, default=(1e-3,)
+        ELSS leverage penalties (normalised convention).
+    rhos : list of float, default=(1.0,)
+        LKRF chi-square radii.
+    alphas : list of float, default=1e-8 ... 1 (9 values)
+        Ridge penalties; the objective is ``(1/N) |Y - Z theta - beta|^2 + alpha |theta|^2``.
+    n_candidates : int, optional
+        ``M0``, the candidates drawn per bandwidth. Default: 10 times the
+        largest M when a selection other than ``"none"`` is searched, else
+        the largest M.
+    kernel : {"gaussian", "laplacian", "cauchy"}, default="gaussian"
+    sampling : {"iid", "orthogonal", "qmc", "structured"}, default="iid"
+    dtype : {"float32", "float64"}, default="float32"
+        Feature arithmetic in the pass (sums are float64 either way).
+    cv : int, float or bool array, default=5
+        ``k >= 2``: k folds by a hash of the row index (fold ``j``'s
+        statistics are summed apart in the one pass, and its training
+        statistics are the total minus fold ``j``); a fraction in (0, 1): a
+        hashed hold-out; a boolean mask: True marks validation rows.
+    cv_seed : int, default=0
+        Seed of the hashed folds or hold-out.
+    fit_intercept : bool, default=True
+    random_state : int, RandomState, Generator or None
+        Seeds the candidates and the selections. The candidates of bandwidth
+        ``s`` are those of ``RandomFourierFeatures(M0, bandwidth=s,
+        random_state=random_state)``, and a selection is the one its selector
+        (e.g. ``LeverageScoreSampler(..., random_state=random_state)``) makes.
+"""
+
+_SEARCH_ATTRIBUTES = """
+    best_params_ : dict
+        The chosen ``bandwidth`` (as given), ``selection``, ``n_components``,
+        ``alpha``, and ``lam`` or ``rho`` where the selection has one.
+    best_score_ : float
+        Its mean validation score over folds.
+    best_index_ : int
+        Its row in ``cv_results_``.
+    cv_results_ : dict of arrays
+        One entry per configuration (bandwidth, selection variant, M, alpha,
+        in that nesting order): ``params``, ``param_*``, ``bandwidth_value``,
+        ``mean_test_score``, ``std_test_score``, ``rank_test_score``,
+        ``splitJ_test_score``, ``mean_validation_mse`` and ``splitJ_validation_mse``.
+    n_passes_ : int
+        Reads of X: 1 for the search, plus 1 for a median bandwidth's sample
+        (plus the logistic refit's passes for the classifier).
+    bandwidth_ : float
+        The chosen bandwidth's value; ``median_bandwidth_`` the median
+        heuristic (None when not used).
+    alpha_ : float
+    alphas_, validation_errors_ : ndarray
+        The alpha grid and the mean validation MSE along it for the chosen
+        bandwidth, selection and M.
+    n_splits_, n_candidates_, random_state_ : int
+        Folds (1 for a hold-out), M0 and the seed actually used.
+    features_ : fitted selector, or the candidate map for ``"none"``
+    kernel_ : FeatureKernel
+        The chosen features, refitted on all rows.
+    coef_, intercept_, train_mse_, n_features_in_
+        As in the estimator refitted; ``train_mse_`` is on all rows.
+"""
+
+
+class RandomFeatureRidgeCV(_SearchCV, RandomFeatureRidge):
+    __doc__ = f"""Ridge regression on random features with the whole model search in one pass.
+
+    Searches bandwidths, feature selections, numbers of features ``M``, the
+    selections' penalties and the ridge penalty ``alpha`` on the statistics
+    of one read of X, scores every configuration on validation rows (R^2,
+    and MSE), and refits the best one on all rows from the same statistics.
+    Afterwards it is a :class:`RandomFeatureRidge`: ``predict``, ``score``,
+    ``save``/``load`` and ``dxrf predict`` work as there.
+
+    Cost: one eigendecomposition of the candidates' Gram per (bandwidth,
+    fold) serves every ELSS ``lam``; one eigendecomposition per (bandwidth,
+    fold, selection, M) gives every ``alpha``. Memory of the pass: about
+    ``8 M0^2`` bytes per bandwidth and row group (folds, or 2 for a hold-out).
+
+    Parameters
+    ----------{_SEARCH_PARAMETERS}
+    Attributes
+    ----------{_SEARCH_ATTRIBUTES}
+    Examples
+    --------
+    >>> import numpy as np, dxrf
+    >>> X = np.random.default_rng(0).normal(size=(600, 3)); y = np.sin(2 * X[:, 0])
+    >>> m = dxrf.RandomFeatureRidgeCV(bandwidths=[0.5, 1, 2], n_components=[50, 100], random_state=0).fit(X, y)
+    >>> m.n_passes_, sorted(m.best_params_)
+    (1, ['alpha', 'bandwidth', 'n_components', 'selection'])
+    """
+
+    def __init__(
+        self,
+        *,
+        bandwidths: object = DEFAULT_BANDWIDTHS,
+        n_components: object = DEFAULT_N_COMPONENTS,
+        selections: object = ("none",),
+        lams: object = (1e-3,),
+        rhos: object = (1.0,),
+        alphas: object = DEFAULT_ALPHAS,
+        n_candidates: int | None = None,
+        kernel: str = "gaussian",
+        sampling: str = "iid",
+        dtype: str = "float32",
+        cv: object = 5,
+        cv_seed: int = 0,
+        fit_intercept: bool = True,
+        random_state: object = None,
+    ) -> None:
+        self.bandwidths = bandwidths
+        self.n_components = n_components
+        self.selections = selections
+        self.lams = lams
+        self.rhos = rhos
+        self.alphas = alphas
+        self.n_candidates = n_candidates
+        self.kernel = kernel
+        self.sampling = sampling
+        self.dtype = dtype
+        self.cv = cv
+        self.cv_seed = cv_seed
+        self.fit_intercept = fit_intercept
+        self.random_state = random_state
+
+    def fit(self, X: np.ndarray | da.Array, y: np.ndarray | da.Array) -> RandomFeatureRidgeCV:
+        """Search and refit, in one pass over X (two with a median bandwidth).
+
+        Parameters
+        ----------
+        X : array-like or dask array of shape (n_samples, n_features)
+        y : array-like or dask array of shape (n_samples,) or (n_samples, k)
+
+        Returns
+        -------
+        self
+        """
+        X, y = self._validate_Xy(X, y, y_numeric=True, multi_output=True)
+        if not is_float(y):
+            y = y.astype(np.float64)
+        stats, _ = self._search(X, y, None)
+        coef = self._ridge_refit(stats)
+        one_d = y.ndim == 1
+        self.coef_ = coef[:, 0] if one_d else coef.T
+        self.intercept_ = float(self._intercept[0]) if one_d else self._intercept
+        return self
+
+
+class RandomFeatureClassifierCV(_SearchCV, RandomFeatureClassifier):
+    __doc__ = f"""Classification on random features with the whole model search in one pass.
+
+    The search runs on the squared-loss statistics of +-1 class columns (one
+    column for two classes, one per class otherwise), as
+    :class:`RandomFeatureClassifier` with ``loss="squared"``: the validation
+    score is the R^2 of those columns (and ``mean_validation_mse`` their
+    MSE), exact from the statistics. With ``loss="logistic"`` the chosen
+    configuration's features and ``alpha`` are then refitted by L2-penalised
+    logistic regression on all rows (its passes are added to ``n_passes_``).
+
+    Parameters
+    ----------{_SEARCH_PARAMETERS}
+    loss : {{"squared", "logistic"}}, default="squared"
+    solver, max_iter, tol, hessian_rows
+        Of the logistic refit; see :class:`RandomFeatureClassifier`.
+
+    Attributes
+    ----------{_SEARCH_ATTRIBUTES}
+    classes_ : ndarray
+    n_iter_ : int
+    """
+
+    _task = "classification"
+
+    def __init__(
+        self,
+        *,
+        bandwidths: object = DEFAULT_BANDWIDTHS,
+        n_components: object = DEFAULT_N_COMPONENTS,
+        selections: object = ("none",),
+        lams: object = (1e-3,),
+        rhos: object = (1.0,),
+        alphas: object = DEFAULT_ALPHAS,
+        n_candidates: int | None = None,
+        kernel: str = "gaussian",
+        sampling: str = "iid",
+        dtype: str = "float32",
+        cv: object = 5,
+        cv_seed: int = 0,
+        fit_intercept: bool = True,
+        loss: str = "squared",
+        solver: str = "auto",
+        max_iter: int = 100,
+        tol: float = 1e-8,
+        hessian_rows: int | str | None = "auto",
+        random_state: object = None,
+    ) -> None:
+        self.bandwidths = bandwidths
+        self.n_components = n_components
+        self.selections = selections
+        self.lams = lams
+        self.rhos = rhos
+        self.alphas = alphas
+        self.n_candidates = n_candidates
+        self.kernel = kernel
+        self.sampling = sampling
+        self.dtype = dtype
+        self.cv = cv
+        self.cv_seed = cv_seed
+        self.fit_intercept = fit_intercept
+        self.loss = loss
+        self.solver = solver
+        self.max_iter = max_iter
+        self.tol = tol
+        self.hessian_rows = hessian_rows
+        self.random_state = random_state
+
+    def fit(self, X: np.ndarray | da.Array, y: np.ndarray | da.Array) -> RandomFeatureClassifierCV:
+        """Search on the squared-loss statistics (one pass), then refit the best.
+
+        Parameters
+        ----------
+        X : array-like or dask array of shape (n_samples, n_features)
+        y : array-like or dask array of shape (n_samples,)
+            Class labels.
+
+        Returns
+        -------
+        self
+        """
+        check_choice(self.loss, "loss", LOSSES)
+        X, y = self._validate_Xy(X, y, y_numeric=False, multi_output=False)
+        if y.ndim == 2:
+            y = y[:, 0]
+        self.classes_ = class_labels(y, type(self).__name__)
+        T = encode_classes(y, self.classes_)
+        stats, kernel = self._search(X, T, self.classes_)
+        if self.loss == "squared":
+            coef = self._ridge_refit(stats)
+            self.coef_ = coef.T
+            self.intercept_ = self._intercept
+            self.n_iter_ = 1
+            return self
+        from .logistic import fit_logistic
+
+        if self.alpha_ <= 0:
+            raise ValueError("loss='logistic' needs a positive penalty: the search chose alpha=0; remove 0 from alphas")
+        result = fit_logistic(
+            X, T, kernel, alpha=self.alpha_, solver=self.solver, max_iter=self.max_iter, tol=self.tol,
+            fit_intercept=self.fit_intercept, hessian_rows=self.hessian_rows,
+        )
+        self.coef_ = np.asarray(result.coef).T
+        self.intercept_ = np.asarray(result.intercept)
+        self.n_iter_ = int(result.n_iter)
+        self.n_passes_ += int(result.n_passes)
+        self.solver_ = result.solver
+        self.hessian_rows_ = int(result.hessian_rows)
+        self.converged_ = bool(result.converged)
+        return self
+

@@ -1,0 +1,27 @@
+"""The model search's algebra: its grid, the validation of every configuration, its results.
+
+The estimators that run it are :class:`dxrf.RandomFeatureRidgeCV` and
+:class:`dxrf.RandomFeatureClassifierCV` (:mod:`dxrf.learners.search_cv`).
+"""
+
+from .evaluate import fold_pairs, prefix, r2_scores, select_largest, validate_bandwidth
+from .grid import SELECTIONS, BandwidthSpec, SearchGrid, Variant, check_grid, parse_bandwidth
+from .results import best_index, format_table, results_table, warn_at_edges
+
+__all__ = [
+    "SELECTIONS",
+    "BandwidthSpec",
+    "SearchGrid",
+    "Variant",
+    "check_grid",
+    "parse_bandwidth",
+    "fold_pairs",
+    "prefix",
+    "r2_scores",
+    "select_largest",
+    "validate_bandwidth",
+    "best_index",
+    "format_table",
+    "results_table",
+    "warn_at_edges",
+]

@@ -1,0 +1,132 @@
+"""Validation errors of every configuration of a search, from the statistics of one pass.
+
+Pure dense algebra on :class:`~dxrf.stats.FeatureStats`: no data is read.
+For one bandwidth and one fold:
+
+- the training statistics are the fold's complement (k-fold: the total
+  minus the fold) and the validation statistics the fold itself;
+- one eigendecomposition of the candidates' Gram serves every ELSS ``lam``;
+- each selection variant draws its largest ``M`` once; every smaller ``M`` is
+  a prefix of it (top-M orders are nested; i.i.d. draws are sequential, so a
+  prefix is the draw of fewer features, rescaled by ``sqrt(M_max / M)``);
+- each ``M`` prefix's statistics are an exact sub-block, and one
+  eigendecomposition of its covariance gives the whole ``alpha`` path and
+  each penalty's exact validation MSE.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..learners.ridge_path import ridge_path
+from ..selection.leverage import gram_spectrum
+from ..selection.select import select_features
+from ..stats import FeatureStats
+from .grid import SearchGrid, Variant
+
+__all__ = ["fold_pairs", "select_largest", "prefix", "r2_scores", "validate_bandwidth"]
+
+
+def fold_pairs(groups: tuple[FeatureStats, ...], kfold: bool) -> list[tuple[FeatureStats, FeatureStats]]:
+    """``(train, validation)`` per fold from a pass's row groups.
+
+    Hold-out: the groups are ``(train, validation)``. k-fold: the groups are
+    the folds, and fold ``j`` trains on the total minus fold ``j``.
+    """
+    if not kfold:
+        return [(groups[0], groups[1])]
+    total = sum(groups)
+    return [(total - g, g) for g in groups]
+
+
+def select_largest(
+    train: FeatureStats,
+    variant: Variant,
+    m_max: int,
+    rng: np.random.Generator,
+    *,
+    task: str,
+    spectrum: object = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Indices and scales of the ``m_max`` features a variant selects from ``train``.
+
+    The same selection as the variant's selector fitted on ``train`` with the
+    same generator (:class:`~dxrf.LeverageScoreSampler`, ...); ``"none"``
+    keeps the first ``m_max`` candidates at the scale of an ``m_max``-feature map.
+    """
+    m0 = train.n_components
+    if variant.criterion is None:
+        return np.arange(m_max), np.full(m_max, np.sqrt(m0 / m_max))
+    sel = select_features(
+        spectrum if variant.criterion == "leverage" else train,
+        m_max,
+        criterion=variant.criterion,
+        method=variant.method,
+        lam=1e-3 if variant.lam is None else variant.lam,
+        rho=1.0 if variant.rho is None else variant.rho,
+        standardize=task == "regression",
+        random_state=rng,
+        spectrum=spectrum,
+    )
+    return sel.selected, sel.scales
+
+
+def prefix(selected: np.ndarray, scales: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """The first ``m`` of a selection, rescaled as a selection of ``m`` features."""
+    return selected[:m], scales[:m] * np.sqrt(selected.size / m)
+
+
+def r2_scores(mse: np.ndarray, valid: FeatureStats) -> np.ndarray:
+    """Coefficient of determination per penalty, averaged over outputs, from the MSE of shape ``(P, k)``.
+
+    ``1 - MSE_k / Var_k`` with the validation rows' own variance (as
+    scikit-learn's ``r2_score``: a constant output scores 1 when predicted
+    exactly, else 0).
+    """
+    mean = valid.ysum / valid.n
+    var = np.maximum(np.diag(valid.yy) / valid.n - mean**2, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r2 = np.where(var > 0, 1.0 - mse / var, np.where(mse <= 1e-30, 1.0, 0.0))
+    return r2.mean(axis=1)
+
+
+def validate_bandwidth(
+    pairs: list[tuple[FeatureStats, FeatureStats]],
+    grid: SearchGrid,
+    rng_for: object,
+    *,
+    task: str,
+    fit_intercept: bool,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Validation MSE and R^2 of every (fold, variant, M, alpha) of one bandwidth.
+
+    Parameters
+    ----------
+    pairs : list of (train, validation) FeatureStats of the candidates
+    grid : SearchGrid
+    rng_for : callable
+        ``rng_for()`` returns a fresh generator for one selection (the one a
+        selector fitted with the search's ``random_state`` would use).
+    task : {"regression", "classification"}
+        Supervised selections standardise a regression response.
+    fit_intercept : bool
+
+    Returns
+    -------
+    mse, r2 : ndarrays of shape (folds, variants, len(M), len(alpha))
+        MSE averaged over outputs, and R^2 averaged over outputs.
+    """
+    shape = (len(pairs), len(grid.variants), grid.n_components.size, grid.alphas.size)
+    mse, r2 = np.empty(shape), np.empty(shape)
+    m_max = int(grid.n_components[-1])
+    needs_spectrum = any(v.criterion == "leverage" for v in grid.variants)
+    for f, (train, valid) in enumerate(pairs):
+        spectrum = gram_spectrum(train) if needs_spectrum else None
+        for v, variant in enumerate(grid.variants):
+            selected, scales = select_largest(train, variant, m_max, rng_for(), task=task, spectrum=spectrum)
+            for i, m in enumerate(grid.n_components):
+                idx, sc = prefix(selected, scales, int(m))
+                path = ridge_path(train.subset(idx, sc), grid.alphas, valid.subset(idx, sc), fit_intercept)
+                mse[f, v, i] = path.validation_mse.mean(axis=1)
+                r2[f, v, i] = r2_scores(path.validation_mse, valid)
+    return mse, r2

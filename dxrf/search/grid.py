@@ -1,0 +1,193 @@
+"""The grid of a model search: bandwidths, selections, numbers of features and penalties.
+
+Every axis is a list. Bandwidths are numbers or multiples of the median
+heuristic (``"median"``, ``"median*0.5"``); a selection variant is a
+selection method with its own penalty (``lam`` for ELSS, ``rho`` for LKRF);
+numbers of features are prefixes of one candidate set per bandwidth; ridge
+penalties ``alpha`` form a path solved from one eigendecomposition.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import numbers
+import re
+
+import numpy as np
+
+from .._validation import ParameterTypeError
+
+__all__ = ["SELECTIONS", "Variant", "SearchGrid", "BandwidthSpec", "check_grid", "parse_bandwidth"]
+
+# selection name -> (selector criterion, draw method); "none" keeps the first M candidates
+SELECTIONS = {
+    "none": (None, None),
+    "elss-sample": ("leverage", "sample"),
+    "elss-top": ("leverage", "top"),
+    "eerf": ("energy", "top"),
+    "lkrf": ("alignment", "sample"),
+    "lkrf-top": ("alignment", "top"),
+}
+
+_MEDIAN = re.compile(r"^\s*(?:median\s*(?:\*\s*(?P<a>[^*\s]+))?|(?P<b>[^*\s]+)\s*\*\s*median)\s*$")
+
+
+@dataclasses.dataclass(frozen=True)
+class BandwidthSpec:
+    """A bandwidth as given: a number, or ``factor`` times the median heuristic."""
+
+    value: float | None
+    factor: float | None
+    text: object
+
+    def resolve(self, median: float | None) -> float:
+        return self.value if self.factor is None else self.factor * float(median)
+
+
+def parse_bandwidth(spec: object) -> BandwidthSpec:
+    """A number, ``"median"``, ``"median*c"`` or ``"c*median"`` (``c > 0``), else ``ValueError``."""
+    bad = ValueError(f"bandwidths must hold positive numbers or 'median', 'median*c' (c > 0), got {spec!r}")
+    if isinstance(spec, str):
+        m = _MEDIAN.match(spec)
+        if m is None:
+            try:
+                return parse_bandwidth(float(spec))
+            except ValueError:
+                raise bad from None
+        text = m.group("a") or m.group("b")
+        try:
+            factor = 1.0 if text is None else float(text)
+        except ValueError:
+            raise bad from None
+        if not (np.isfinite(factor) and factor > 0):
+            raise bad
+        return BandwidthSpec(None, factor, spec)
+    if isinstance(spec, bool) or not isinstance(spec, numbers.Real):
+        raise ParameterTypeError(f"bandwidths must hold positive numbers or 'median', 'median*c', got {spec!r}")
+    if not (np.isfinite(spec) and spec > 0):
+        raise bad
+    return BandwidthSpec(float(spec), None, float(spec))
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """One way of choosing features from the candidates: a selection and its penalty."""
+
+    selection: str
+    lam: float | None = None
+    rho: float | None = None
+
+    @property
+    def criterion(self) -> str | None:
+        return SELECTIONS[self.selection][0]
+
+    @property
+    def method(self) -> str | None:
+        return SELECTIONS[self.selection][1]
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchGrid:
+    """A validated grid (see :func:`check_grid`)."""
+
+    bandwidths: tuple[BandwidthSpec, ...]
+    n_components: np.ndarray
+    variants: tuple[Variant, ...]
+    alphas: np.ndarray
+    n_candidates: int
+
+    @property
+    def needs_median(self) -> bool:
+        return any(b.factor is not None for b in self.bandwidths)
+
+    @property
+    def supervised(self) -> bool:
+        return any(v.criterion in ("energy", "alignment") for v in self.variants)
+
+    @property
+    def n_configurations(self) -> int:
+        return len(self.bandwidths) * len(self.variants) * self.n_components.size * self.alphas.size
+
+
+def _as_list(values: object, name: str) -> list:
+    if values is None:
+        raise ValueError(f"{name} must be a non-empty list, got None")
+    if isinstance(values, (str, numbers.Number)):
+        values = [values]
+    try:
+        out = list(np.asarray(values, dtype=object).reshape(-1)) if not isinstance(values, (list, tuple)) else list(values)
+    except TypeError:
+        raise ParameterTypeError(f"{name} must be a list, got {values!r}") from None
+    if not out:
+        raise ValueError(f"{name} must be a non-empty list, got an empty one")
+    return out
+
+
+def _positive_floats(values: object, name: str, *, allow_zero: bool = False) -> np.ndarray:
+    items = _as_list(values, name)
+    if any(isinstance(v, (bool, str)) or not isinstance(v, numbers.Real) for v in items):
+        raise ParameterTypeError(f"{name} must hold numbers, got {values!r}")
+    a = np.asarray(items, dtype=np.float64)
+    ok = np.isfinite(a) & ((a >= 0) if allow_zero else (a > 0))
+    if not ok.all():
+        kind = "non-negative" if allow_zero else "positive"
+        raise ValueError(f"{name} must hold {kind} finite numbers, got {a[~ok][0]!r}")
+    return np.unique(a)
+
+
+def check_grid(
+    bandwidths: object,
+    n_components: object,
+    selections: object,
+    lams: object,
+    rhos: object,
+    alphas: object,
+    n_candidates: object,
+) -> SearchGrid:
+    """Validate every axis of a search; ``ValueError`` or ``TypeError`` naming the parameter.
+
+    ``n_candidates`` (M0) defaults to 10 times the largest M when a selection
+    other than ``"none"`` is searched, else to the largest M. Every M must
+    be at most M0. Numeric axes are sorted and made unique; bandwidths and
+    selections keep their order (their duplicates are dropped).
+    """
+    specs: list[BandwidthSpec] = []
+    for b in _as_list(bandwidths, "bandwidths"):
+        s = parse_bandwidth(b)
+        if all((s.value, s.factor) != (t.value, t.factor) for t in specs):
+            specs.append(s)
+    items = _as_list(n_components, "n_components")
+    if any(isinstance(v, bool) or not isinstance(v, numbers.Integral) for v in items):
+        raise ParameterTypeError(f"n_components must hold positive integers, got {n_components!r}")
+    ms = np.unique(np.asarray(items, dtype=np.int64))
+    if ms[0] < 1:
+        raise ValueError(f"n_components must hold positive integers, got {int(ms[0])}")
+    names = []
+    for s in _as_list(selections, "selections"):
+        if s not in SELECTIONS:
+            raise ValueError(f"selections: unknown selection {s!r}; choose from {tuple(SELECTIONS)}")
+        if s not in names:
+            names.append(s)
+    lam_grid = _positive_floats(lams, "lams")
+    rho_grid = _positive_floats(rhos, "rhos")
+    alpha_grid = _positive_floats(alphas, "alphas", allow_zero=True)
+    if n_candidates is None:
+        m0 = int(ms[-1]) * (10 if any(s != "none" for s in names) else 1)
+    else:
+        if isinstance(n_candidates, bool) or not isinstance(n_candidates, numbers.Integral):
+            raise ParameterTypeError(f"n_candidates must be a positive integer or None, got {n_candidates!r}")
+        m0 = int(n_candidates)
+        if m0 < 1:
+            raise ValueError(f"n_candidates must be a positive integer or None, got {m0}")
+    if ms[-1] > m0:
+        raise ValueError(f"n_components holds M={int(ms[-1])}, larger than n_candidates={m0} (M0)")
+    variants = []
+    for s in names:
+        criterion = SELECTIONS[s][0]
+        if criterion == "leverage":
+            variants += [Variant(s, lam=float(v)) for v in lam_grid]
+        elif criterion == "alignment":
+            variants += [Variant(s, rho=float(v)) for v in rho_grid]
+        else:
+            variants.append(Variant(s))
+    return SearchGrid(tuple(specs), ms, tuple(variants), alpha_grid, m0)

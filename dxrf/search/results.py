@@ -1,0 +1,117 @@
+"""A search's table of results, in scikit-learn's ``cv_results_`` layout, and its choice."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from scipy.stats import rankdata
+
+from .grid import SearchGrid
+
+__all__ = ["results_table", "best_index", "warn_at_edges", "format_table"]
+
+
+def results_table(grid: SearchGrid, bandwidth_values: list[float], mse: list, r2: list) -> dict:
+    """``cv_results_``: one entry per (bandwidth, variant, M, alpha), in that nesting order.
+
+    ``mse[b]`` and ``r2[b]`` have shape (folds, variants, M, alphas) for bandwidth ``b``.
+    """
+    mse_all = np.stack(mse, axis=1)  # (F, B, V, M, P)
+    r2_all = np.stack(r2, axis=1)
+    folds = mse_all.shape[0]
+    mse_flat = mse_all.reshape(folds, -1)
+    r2_flat = r2_all.reshape(folds, -1)
+    params, bw, bwv, sel, lam, rho, ms, alphas = [], [], [], [], [], [], [], []
+    for spec, value in zip(grid.bandwidths, bandwidth_values):
+        for var in grid.variants:
+            for m in grid.n_components:
+                for a in grid.alphas:
+                    p = {"bandwidth": spec.text, "selection": var.selection, "n_components": int(m), "alpha": float(a)}
+                    if var.lam is not None:
+                        p["lam"] = var.lam
+                    if var.rho is not None:
+                        p["rho"] = var.rho
+                    params.append(p)
+                    bw.append(spec.text)
+                    bwv.append(value)
+                    sel.append(var.selection)
+                    lam.append(var.lam)
+                    rho.append(var.rho)
+                    ms.append(int(m))
+                    alphas.append(float(a))
+    mean_score = r2_flat.mean(axis=0)
+    out = {
+        "params": params,
+        "param_bandwidth": np.array(bw, dtype=object),
+        "param_selection": np.array(sel, dtype=object),
+        "param_lam": np.array(lam, dtype=object),
+        "param_rho": np.array(rho, dtype=object),
+        "param_n_components": np.array(ms, dtype=np.int64),
+        "param_alpha": np.array(alphas, dtype=np.float64),
+        "bandwidth_value": np.array(bwv, dtype=np.float64),
+        "mean_test_score": mean_score,
+        "std_test_score": r2_flat.std(axis=0),
+        "mean_validation_mse": mse_flat.mean(axis=0),
+        # rank 1 is the best; ties share the lowest rank, as in scikit-learn
+        "rank_test_score": rankdata(-np.round(mean_score, 12), method="min").astype(np.int32),
+    }
+    for j in range(folds):
+        out[f"split{j}_test_score"] = r2_flat[j]
+        out[f"split{j}_validation_mse"] = mse_flat[j]
+    return out
+
+
+def best_index(results: dict) -> int:
+    """The configuration with the highest mean validation score (the first of equals)."""
+    return int(np.argmax(results["mean_test_score"]))
+
+
+def warn_at_edges(grid: SearchGrid, best: dict, bandwidth_values: list[float], chosen_bandwidth: float) -> list[str]:
+    """Warn (``UserWarning``) for each searched numeric axis whose chosen value is at its end."""
+    axes = [
+        ("bandwidths", np.asarray(bandwidth_values), chosen_bandwidth),
+        ("n_components", grid.n_components, best["n_components"]),
+        ("alphas", grid.alphas, best["alpha"]),
+    ]
+    lams = sorted({v.lam for v in grid.variants if v.lam is not None})
+    rhos = sorted({v.rho for v in grid.variants if v.rho is not None})
+    if "lam" in best:
+        axes.append(("lams", np.asarray(lams), best["lam"]))
+    if "rho" in best:
+        axes.append(("rhos", np.asarray(rhos), best["rho"]))
+    said = []
+    for name, values, chosen in axes:
+        values = np.unique(np.asarray(values, dtype=np.float64))
+        if values.size < 2:
+            continue
+        if np.isclose(chosen, values[0], rtol=1e-12, atol=0):
+            end = "smallest"
+        elif np.isclose(chosen, values[-1], rtol=1e-12, atol=0):
+            end = "largest"
+        else:
+            continue
+        msg = f"the chosen {name[:-1] if name != 'n_components' else 'n_components'}={chosen:.6g} is the {end} of {name}; extend the grid beyond it"
+        warnings.warn(msg, UserWarning, stacklevel=4)
+        said.append(msg)
+    return said
+
+
+def format_table(results: dict, top: int = 20, score: str = "R^2") -> str:
+    """The best ``top`` configurations, best first, as fixed-width text."""
+    order = np.argsort(results["rank_test_score"], kind="stable")[:top]
+    lines = [f"{'rank':>4}  {'bandwidth':>12}  {'selection':>11}  {'lam/rho':>8}  {'M':>6}  {'alpha':>9}  "
+             f"{'valid ' + score:>10}  {'valid MSE':>10}"]
+    for i in order:
+        extra = results["param_lam"][i] if results["param_lam"][i] is not None else results["param_rho"][i]
+        extra = "-" if extra is None else f"{extra:.3g}"
+        bw = results["param_bandwidth"][i]
+        bw_text = f"{bw}" if isinstance(bw, str) else f"{bw:.4g}"
+        if isinstance(bw, str):
+            bw_text = f"{bw}={results['bandwidth_value'][i]:.3g}"
+        lines.append(
+            f"{results['rank_test_score'][i]:>4}  {bw_text:>12}  {results['param_selection'][i]:>11}  {extra:>8}  "
+            f"{results['param_n_components'][i]:>6}  {results['param_alpha'][i]:>9.3g}  "
+            f"{results['mean_test_score'][i]:>10.5f}  {results['mean_validation_mse'][i]:>10.5g}"
+        )
+    return "\n".join(lines)
