@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import time
+import warnings
 from pathlib import Path
 
 import dask
@@ -13,64 +14,175 @@ import numpy as np
 __all__ = ["add_model_commands", "build_features", "build_model"]
 
 FEATURE_MAPS = ("rff", "relu", "maxout", "linear")
-SELECTIONS = ("none", "elss", "eerf", "lkrf")
+SELECTIONS = ("none", "elss", "elss-sample", "elss-top", "eerf", "lkrf", "lkrf-top")
 MODELS = ("ridge", "logistic", "sgd")
+# options that are grids in a search; given none of them, `dxrf fit` runs the default search
+GRID_OPTIONS = ("bandwidth", "n_components", "select", "lam", "rho", "alphas", "alpha", "method", "cv")
 
 
 def _float_list(text: str) -> list[float]:
     try:
-        return [float(v) for v in text.split(",") if v.strip()]
+        values = [float(v) for v in text.split(",") if v.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+    if not values:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}")
+    return values
 
 
-def _bandwidth(text: str) -> float | str:
-    if text == "median":
-        return text
+def _bandwidths(text: str) -> list[float | str]:
+    from .search import parse_bandwidth
+
+    items = [v.strip() for v in text.split(",") if v.strip()]
+    if not items:
+        raise argparse.ArgumentTypeError(f"expected comma-separated bandwidths, got {text!r}")
+    try:
+        specs = [parse_bandwidth(v) for v in items]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"bandwidth must be numbers or 'median', 'median*c' (c > 0), comma-separated, got {text!r}"
+        ) from None
+    return [s.value if s.factor is None else s.text for s in specs]
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not values:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}")
+    return values
+
+
+def _select_list(text: str) -> list[str]:
+    values = [v.strip() for v in text.split(",") if v.strip()]
+    bad = [v for v in values if v not in SELECTIONS]
+    if bad or not values:
+        raise argparse.ArgumentTypeError(f"--select takes a comma-separated list of {', '.join(SELECTIONS)}; got {text!r}")
+    return values
+
+
+def _cv(text: str) -> int | float:
+    try:
+        return int(text)
+    except ValueError:
+        pass
     try:
         return float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"bandwidth must be a number or 'median', got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"--cv takes an integer k >= 2 or a fraction in (0, 1), got {text!r}") from None
+
+
+def _one(args: argparse.Namespace, name: str, default: object) -> object:
+    """A grid option's single value for a plain fit (its default when not given)."""
+    value = getattr(args, name)
+    if value is None:
+        return default
+    if isinstance(value, list):
+        if len(value) != 1:
+            raise ValueError(f"--{name.replace('_', '-')} takes one value without a search (give --cv to search)")
+        return value[0]
+    return value
+
+
+def is_search(args: argparse.Namespace) -> bool:
+    """A search: ``--cv``, several values of a grid option other than ``--alphas``, or (ridge) no grid option.
+
+    ``--alphas`` alone keeps the plain fit's penalty path on a hold-out (``--validation``).
+    """
+    if args.features != "rff" or args.model not in ("ridge", "logistic"):
+        return False
+    given = [getattr(args, k) for k in GRID_OPTIONS if getattr(args, k) is not None]
+    several = any(len(getattr(args, k) or ()) > 1 for k in ("bandwidth", "n_components", "select", "lam", "rho"))
+    return args.cv is not None or several or (args.model == "ridge" and not given)
+
+
+def _search_selections(args: argparse.Namespace) -> list[str]:
+    method = args.method or "sample"
+    out = []
+    for s in args.select or ["none"]:
+        if s == "elss":
+            s = f"elss-{method}"
+        elif s == "lkrf" and method == "top":
+            s = "lkrf-top"
+        out.append(s)
+    return out
+
+
+def build_search(args: argparse.Namespace, classification: bool) -> object:
+    """The search estimator described by the command-line grids."""
+    import dxrf
+    from dxrf.learners.search_cv import DEFAULT_ALPHAS, DEFAULT_BANDWIDTHS, DEFAULT_N_COMPONENTS
+
+    if args.model == "logistic" and not classification:
+        raise ValueError("--model logistic needs a classification target (the data's y has no classes)")
+    alphas = args.alphas if args.alphas is not None else ([args.alpha] if args.alpha is not None else DEFAULT_ALPHAS)
+    cv = args.cv if args.cv is not None else (args.validation if args.validation is not None else 5)
+    common = dict(
+        bandwidths=args.bandwidth or list(DEFAULT_BANDWIDTHS),
+        n_components=args.n_components or list(DEFAULT_N_COMPONENTS),
+        selections=_search_selections(args),
+        lams=args.lam or [1e-3],
+        rhos=args.rho or [1.0],
+        alphas=list(alphas),
+        n_candidates=args.n_candidates,
+        kernel=args.kernel,
+        sampling=args.sampling,
+        dtype=args.dtype,
+        cv=cv,
+        random_state=args.seed,
+    )
+    if classification:
+        return dxrf.RandomFeatureClassifierCV(loss="logistic" if args.model == "logistic" else "squared", **common)
+    return dxrf.RandomFeatureRidgeCV(**common)
 
 
 def build_features(args: argparse.Namespace) -> object:
     """The feature map or selector described by the command-line options."""
     import dxrf
 
-    m = args.n_components
-    m0 = args.n_candidates or (10 * m if args.select != "none" else m)
+    m = _one(args, "n_components", 200)
+    select, lam, rho = _one(args, "select", "none"), _one(args, "lam", 1e-3), _one(args, "rho", 1.0)
+    bandwidth, method = _one(args, "bandwidth", "median"), args.method or "sample"
+    if select in ("elss-sample", "elss-top", "lkrf-top"):
+        select, method = select.rsplit("-", 1)
+    m0 = args.n_candidates or (10 * m if select != "none" else m)
     common = {"dtype": args.dtype, "random_state": args.seed}
     if args.features == "rff":
-        base = dxrf.RandomFourierFeatures(m0, kernel=args.kernel, bandwidth=args.bandwidth, sampling=args.sampling, **common)
+        base = dxrf.RandomFourierFeatures(m0, kernel=args.kernel, bandwidth=bandwidth, sampling=args.sampling, **common)
     elif args.features == "relu":
-        base = dxrf.RandomReLUFeatures(m0, bandwidth=args.bandwidth, **common)
+        base = dxrf.RandomReLUFeatures(m0, bandwidth=bandwidth, **common)
     elif args.features == "maxout":
         base = dxrf.RandomMaxoutFeatures(m0, pieces=args.pieces, **common)
     else:
         base = dxrf.RandomLinearSketch(m0, **common)
-    if args.select == "none":
+    if select == "none":
         return base
-    if args.select == "elss":
-        return dxrf.LeverageScoreSampler(m, n_candidates=m0, lam=args.lam, method=args.method, base=base, random_state=args.seed)
-    if args.select == "eerf":
+    if select == "elss":
+        return dxrf.LeverageScoreSampler(m, n_candidates=m0, lam=lam, method=method, base=base, random_state=args.seed)
+    if select == "eerf":
         return dxrf.EnergyScoreSelector(m, n_candidates=m0, base=base, random_state=args.seed)
-    return dxrf.KernelAlignmentSelector(m, n_candidates=m0, rho=args.rho, method=args.method, base=base, random_state=args.seed)
+    return dxrf.KernelAlignmentSelector(m, n_candidates=m0, rho=rho, method=method, base=base, random_state=args.seed)
 
 
 def build_model(args: argparse.Namespace, classification: bool) -> object:
     import dxrf
 
+    if is_search(args):
+        return build_search(args, classification)
     features = build_features(args)
     alphas = args.alphas
+    alpha = 1e-3 if args.alpha is None else args.alpha
     if args.model == "ridge":
         cls = dxrf.RandomFeatureClassifier if classification else dxrf.RandomFeatureRidge
-        return cls(features, alpha=args.alpha, alphas=alphas, validation=args.validation, random_state=args.seed)
+        return cls(features, alpha=alpha, alphas=alphas, validation=args.validation, random_state=args.seed)
     if args.model == "logistic":
         if not classification:
             raise ValueError("--model logistic needs a classification target (the data's y has no classes)")
         if alphas:
             raise ValueError("--alphas is for --model ridge; give --alpha for logistic")
-        return dxrf.RandomFeatureClassifier(features, loss="logistic", alpha=args.alpha, random_state=args.seed)
+        return dxrf.RandomFeatureClassifier(features, loss="logistic", alpha=alpha, random_state=args.seed)
     try:
         from dxrf.learners.sgd import (
             RandomFeatureSGDClassifier,
@@ -134,10 +246,27 @@ def cmd_fit(args: argparse.Namespace) -> int:
         y = _scale_y(y, metadata)
     model = build_model(args, classification)
     t0 = time.perf_counter()
-    model.fit(X, y)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
+        model.fit(X, y)
     elapsed = time.perf_counter() - t0
+    notes = [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
+    for w in caught:
+        if not issubclass(w.category, UserWarning):
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
     model.save(args.out, metadata=metadata)
-    print(f"model:        {type(model).__name__} on {model.kernel_.n_components} features ({args.features}, select={args.select})")
+    if hasattr(model, "cv_results_"):
+        _print_search(model, X, elapsed, args.out, classification)
+    else:
+        _print_fit(model, args, X, elapsed)
+    for note in dict.fromkeys(notes):
+        print(f"note:         {note}")
+    return 0
+
+
+def _print_fit(model: object, args: argparse.Namespace, X: da.Array, elapsed: float) -> None:
+    select = _one(args, "select", "none")
+    print(f"model:        {type(model).__name__} on {model.kernel_.n_components} features ({args.features}, select={select})")
     print(f"rows:         {X.shape[0]} x {X.shape[1]}")
     print(f"passes:       {model.n_passes_} over the data in {elapsed:.1f} s")
     if getattr(model, "alphas_", None) is not None:
@@ -149,7 +278,24 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if hasattr(model, "train_mse_"):
         print(f"training MSE: {model.train_mse_:.6g}")
     print(f"saved:        {args.out}")
-    return 0
+
+
+def _print_search(model: object, X: da.Array, elapsed: float, out: str, classification: bool) -> None:
+    from .search import format_table
+
+    res = model.cv_results_
+    what = "R^2 of the +-1 class columns" if classification else "R^2"
+    folds = f"{model.n_splits_}-fold" if model.n_splits_ > 1 else "hold-out"
+    print(f"search:       {len(res['params'])} configurations, {folds} validation, scored by {what}")
+    print(format_table(res, top=20, score="R^2"))
+    p = model.best_params_
+    chosen = ", ".join(f"{k}={v}" for k, v in p.items())
+    print(f"chosen:       {chosen} (bandwidth {model.bandwidth_:.4g})")
+    print(f"validation:   {what} {model.best_score_:.6f}, MSE {res['mean_validation_mse'][model.best_index_]:.6g}")
+    print(f"model:        {type(model).__name__} on {model.kernel_.n_components} features, refitted on all rows")
+    print(f"rows:         {X.shape[0]} x {X.shape[1]}")
+    print(f"passes:       {model.n_passes_} over the data in {elapsed:.1f} s")
+    print(f"saved:        {out}")
 
 
 def _write_predictions(pred: da.Array, dest: str, attrs: dict, overwrite: bool) -> None:
@@ -232,18 +378,23 @@ def add_model_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     p.add_argument("data", help="training data (a zarr group from `dxrf ingest`)")
     p.add_argument("--features", choices=FEATURE_MAPS, default="rff")
     p.add_argument("--kernel", choices=["gaussian", "laplacian", "cauchy"], default="gaussian")
-    p.add_argument("--bandwidth", type=_bandwidth, default="median", help="a number or 'median' (default)")
+    p.add_argument("--bandwidth", type=_bandwidths, default=None,
+                   help="numbers or 'median', 'median*c', comma-separated (a search over several); "
+                        "default: a search over median*0.25 ... median*4")
     p.add_argument("--sampling", choices=["iid", "orthogonal", "qmc", "structured"], default="iid")
     p.add_argument("--pieces", type=int, default=2, help="maxout pieces")
-    p.add_argument("--select", choices=SELECTIONS, default="none")
-    p.add_argument("--n-components", type=int, default=200, help="M, the number of features")
+    p.add_argument("--select", type=_select_list, default=None,
+                   help=f"feature selections, comma-separated: {', '.join(SELECTIONS)} (default none)")
+    p.add_argument("--n-components", type=_int_list, default=None, help="M, the numbers of features (default 200; search 100,300)")
     p.add_argument("--n-candidates", type=int, default=None, help="M0 (default 10 M with --select)")
-    p.add_argument("--lam", type=float, default=1e-3, help="ELSS leverage penalty")
-    p.add_argument("--method", choices=["sample", "top"], default="sample")
-    p.add_argument("--rho", type=float, default=1.0, help="LKRF chi-square radius")
+    p.add_argument("--lam", type=_float_list, default=None, help="ELSS leverage penalties (default 1e-3)")
+    p.add_argument("--method", choices=["sample", "top"], default=None, help="draw of elss and lkrf (default sample)")
+    p.add_argument("--rho", type=_float_list, default=None, help="LKRF chi-square radii (default 1)")
     p.add_argument("--model", choices=MODELS, default="ridge")
-    p.add_argument("--alpha", type=float, default=1e-3)
+    p.add_argument("--alpha", type=float, default=None, help="one ridge penalty (default 1e-3)")
     p.add_argument("--alphas", type=_float_list, default=None, help="comma-separated penalty grid (ridge)")
+    p.add_argument("--cv", type=_cv, default=None,
+                   help="search with k folds (an integer) or a hold-out fraction, all from one pass (default 5)")
     p.add_argument("--validation", type=float, default=None, help="validation fraction")
     p.add_argument("--standardize", action="store_true", help="standardise inputs with the stored statistics")
     p.add_argument("--scale-y", action="store_true", help="scale a numeric y into [-1, 1]")

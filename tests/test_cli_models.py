@@ -100,3 +100,62 @@ def test_predict_errors_leave_nothing_behind(scheduler, datasets, tmp_path):
     assert proc.returncode == 2 and "classification" in proc.stderr
     proc = run_dxrf("fit", paths["reg", "train"], "--bandwidth", "wide", "--out", str(tmp_path / "x"))
     assert proc.returncode == 2 and "bandwidth" in proc.stderr
+
+
+def test_fit_searches_a_grid_from_one_pass(scheduler, datasets, tmp_path):
+    """`dxrf fit` with grids: a table of configurations, the chosen point, the pass count; predict uses it."""
+    paths, X, y, _ = datasets
+    model_path = tmp_path / "search.model"
+    proc = run_dxrf(
+        "fit", paths["reg", "train"], "--bandwidth", "1,2,median", "--n-components", "20,40", "--select", "none,elss-top",
+        "--lam", "1e-4,1e-2", "--alphas", "1e-6,1e-3,1e-1", "--cv", "3", "--out", str(model_path), "--scheduler", scheduler,
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "54 configurations, 3-fold validation" in out
+    assert "passes:       2 over the data" in out  # the search's pass, and the median's sample
+    assert "chosen:" in out and "validation:   R^2" in out
+    table = [line for line in out.splitlines() if line[:4].strip().isdigit()]
+    assert len(table) == 20 and table[0].split()[0] == "1"
+    model = dxrf.load(model_path)
+    assert type(model).__name__ == "RandomFeatureRidgeCV" and model.n_splits_ == 3
+    assert f"alpha={model.best_params_['alpha']}" in out
+    pred_path = tmp_path / "pred.zarr"
+    proc = run_dxrf("predict", str(model_path), paths["reg", "test"], "--out", str(pred_path), "--scheduler", scheduler)
+    assert proc.returncode == 0, proc.stderr
+    test = dxrf.io.open_zarr(paths["reg", "test"])
+    np.testing.assert_allclose(zarr.open_array(str(pred_path / "y_pred"))[...], model.predict(test.X.compute()), rtol=1e-6)
+
+
+def test_fit_without_grid_options_runs_the_default_search(scheduler, datasets, tmp_path):
+    paths, *_ = datasets
+    proc = run_dxrf("fit", paths["clf", "train"], "--out", str(tmp_path / "m"), "--scheduler", scheduler)
+    assert proc.returncode == 0, proc.stderr
+    assert "165 configurations, 5-fold validation, scored by R^2 of the +-1 class columns" in proc.stdout
+    model = dxrf.load(tmp_path / "m")
+    assert type(model).__name__ == "RandomFeatureClassifierCV"
+    assert str(model.best_params_["bandwidth"]).startswith("median")
+    test = dxrf.io.open_zarr(paths["clf", "test"])
+    assert model.score(test.X.compute(), test.y.compute()) > 0.9
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--n-components", "20,0"], "n_components must hold positive integers"),
+        (["--n-components", "20,400", "--n-candidates", "100"], "larger than n_candidates=100"),
+        (["--select", "none,elss-bottom"], "--select takes a comma-separated list"),
+        (["--alphas", "1e-3,-1", "--cv", "3"], "alphas must hold non-negative"),
+        (["--bandwidth", "1,median*-2"], "bandwidth must be numbers"),
+        (["--cv", "1"], "cv must be an integer k >= 2"),
+        (["--cv", "0.2", "--lam", ""], "expected comma-separated numbers"),
+    ],
+)
+def test_bad_grids_get_one_line_and_exit_2(scheduler, datasets, tmp_path, args, message):
+    paths, *_ = datasets
+    out = tmp_path / "m"
+    proc = run_dxrf("fit", paths["reg", "train"], *args, "--out", str(out), "--scheduler", scheduler)
+    assert proc.returncode == 2, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("dxrf: error:") and message in lines[0], proc.stderr
+    assert not out.exists()

@@ -36,8 +36,8 @@ from .ridge_path import mse_from_stats, solve_ridge
 __all__ = ["RandomFeatureRidgeCV", "RandomFeatureClassifierCV", "DEFAULT_BANDWIDTHS", "DEFAULT_ALPHAS"]
 
 DEFAULT_BANDWIDTHS = ("median*0.25", "median*0.5", "median", "median*2", "median*4")
-DEFAULT_N_COMPONENTS = (100, 300)
-DEFAULT_ALPHAS = tuple(10.0**p for p in range(-8, 1))
+DEFAULT_N_COMPONENTS = (100, 300, 1000)
+DEFAULT_ALPHAS = tuple(10.0**p for p in range(-10, 1))
 
 
 def check_cv(cv: object, n_rows: int) -> tuple[str, object]:
@@ -189,7 +189,7 @@ _SEARCH_PARAMETERS = """
         heuristic (``"median"``, ``"median*0.5"``, ``"2*median"``: the median
         pairwise distance of 1000 sampled rows, one extra read of X). All
         bandwidths share one draw of frequencies, scaled by ``1 / sigma``.
-    n_components : list of int, default=(100, 300)
+    n_components : list of int, default=(100, 300, 1000)
         Numbers of features ``M``; each is a prefix of the selection of the
         largest (nested top-M orders, or the first M of one i.i.d. draw).
     selections : list of str, default=("none",)
@@ -201,7 +201,7 @@ _SEARCH_PARAMETERS = """
         ELSS leverage penalties (normalised convention).
     rhos : list of float, default=(1.0,)
         LKRF chi-square radii.
-    alphas : list of float, default=1e-8 ... 1 (9 values)
+    alphas : list of float, default=1e-10 ... 1 (11 powers of 10)
         Ridge penalties; the objective is ``(1/N) |Y - Z theta - beta|^2 + alpha |theta|^2``.
     n_candidates : int, optional
         ``M0``, the candidates drawn per bandwidth. Default: 10 times the
