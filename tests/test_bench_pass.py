@@ -25,11 +25,13 @@ def test_bench_pass_measures_both_variants_against_the_bound(tmp_path):
 
 
 def test_bench_sklearn_fits_the_same_model_as_scikit_learn(tmp_path):
-    args = _args(bench_sklearn, n_rows=4000, m=60, repeats=1, tuned_m=[20, 40], n_alphas=3, out=str(tmp_path))
+    args = _args(bench_sklearn, n_rows=4000, m=60, repeats=1, tuned_m=[20, 40], tuned_bandwidths=[1.0, 2.0], n_alphas=3,
+                 out=str(tmp_path))
     res = bench_sklearn.run(args)
     med = res["single"]["median"]
     # same frequencies and penalty: test errors agree up to float32 rounding
     assert med["dxrf"]["test_mse"] == pytest.approx(med["sklearn"]["test_mse"], rel=1e-2)
     tuned = res["tuned"]
-    assert tuned["sklearn"]["fits"] == 6 and tuned["dxrf"]["passes"] == 1
+    # 2 bandwidths x 2 M x 3 alphas: 12 refits against one pass of the search estimator
+    assert tuned["sklearn"]["fits"] == 12 and tuned["dxrf"]["passes"] == 1 and tuned["dxrf"]["configurations"] == 12
     assert (tmp_path / "bench-sklearn.md").exists()
