@@ -20,14 +20,22 @@ MODELS = ("ridge", "logistic", "sgd")
 GRID_OPTIONS = ("bandwidth", "n_components", "select", "lam", "rho", "alphas", "alpha", "method", "cv")
 
 
-def _float_list(text: str) -> list[float]:
+def _numbers(text: str, kind: type, what: str) -> list:
     try:
-        values = [float(v) for v in text.split(",") if v.strip()]
+        values = [kind(v) for v in text.split(",") if v.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected comma-separated {what}, got {text!r}") from None
     if not values:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected comma-separated {what}, got {text!r}")
     return values
+
+
+def _float_list(text: str) -> list[float]:
+    return _numbers(text, float, "numbers")
+
+
+def _int_list(text: str) -> list[int]:
+    return _numbers(text, int, "integers")
 
 
 def _bandwidths(text: str) -> list[float | str]:
@@ -43,16 +51,6 @@ def _bandwidths(text: str) -> list[float | str]:
             f"bandwidth must be numbers or 'median', 'median*c' (c > 0), comma-separated, got {text!r}"
         ) from None
     return [s.value if s.factor is None else s.text for s in specs]
-
-
-def _int_list(text: str) -> list[int]:
-    try:
-        values = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
-    if not values:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}")
-    return values
 
 
 def _select_list(text: str) -> list[str]:

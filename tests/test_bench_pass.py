@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from workflows import bench_pass, bench_sklearn
+from workflows import bench_pass, bench_search, bench_sklearn
 from workflows._common import bench_args
 
 _args = bench_args
@@ -35,3 +35,13 @@ def test_bench_sklearn_fits_the_same_model_as_scikit_learn(tmp_path):
     # 2 bandwidths x 2 M x 3 alphas: 12 refits against one pass of the search estimator
     assert tuned["sklearn"]["fits"] == 12 and tuned["dxrf"]["passes"] == 1 and tuned["dxrf"]["configurations"] == 12
     assert (tmp_path / "bench-sklearn.md").exists()
+
+
+def test_bench_search_times_the_pass_and_the_algebra(tmp_path):
+    args = _args(bench_search, n_rows=6000, m0=80, m=[10, 20], n_lams=2, n_alphas=3, chunk_rows=1500, repeats=1,
+                 out=str(tmp_path), workdir=str(tmp_path / "work"))
+    res = bench_search.run(args)
+    assert res["configurations"] == 4 * 2 * 2 * 2 * 3  # bandwidths x (sample, top) x lambdas x M x alphas
+    assert res["median"]["pass"] > 0 and res["median"]["algebra"] > 0
+    assert res["ratio_algebra_to_pass"] == pytest.approx(res["median"]["algebra"] / res["median"]["pass"])
+    assert (tmp_path / "bench-search.md").exists()

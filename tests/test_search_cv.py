@@ -272,3 +272,37 @@ def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         check(estimator)
+
+
+def test_validation_errors_lost_to_rounding_are_never_chosen(regression):
+    """Wide bandwidths and tiny alphas on float32 statistics: huge coefficients, whose expanded validation
+    error cancels below the statistics' rounding (once even to zero, a perfect fit on paper). Such
+    configurations score NaN and rank last; the search then agrees with float64 statistics."""
+    X, y = regression
+    X = (X - X.mean(0)) / X.std(0)
+    kw = dict(n_components=[30, 100], cv=3, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        f32 = dxrf.RandomFeatureRidgeCV(dtype="float32", **kw).fit(X, y)
+        f64 = dxrf.RandomFeatureRidgeCV(dtype="float64", **kw).fit(X, y)
+    lost = np.isnan(f32.cv_results_["mean_test_score"])
+    assert lost.any() and not np.isnan(f64.cv_results_["mean_test_score"]).any()
+    assert np.all(f32.cv_results_["rank_test_score"][lost] > f32.cv_results_["rank_test_score"][~lost].max())
+    assert f32.best_params_ == f64.best_params_
+    assert f32.score(X, y) == pytest.approx(f64.score(X, y), rel=1e-4)
+
+
+def test_mse_from_stats_flags_cancellation():
+    rng = np.random.default_rng(0)
+    Z = rng.normal(size=(200, 3))
+    Z[:, 2] = Z[:, 0] + 1e-7 * rng.normal(size=200)  # nearly collinear
+    y = Z[:, 0] + 0.1 * rng.normal(size=200)
+    stats = dxrf.FeatureStats(Z.T @ Z, Z.sum(0), 200, Z.T @ y[:, None], y.sum(keepdims=True), np.array([[y @ y]]))
+    good = np.array([[1.0], [0.0], [0.0]])
+    huge = np.array([[1e9], [0.0], [-1e9]])
+    b = np.zeros(1)
+    for coef in (good, huge):
+        dense = np.mean((y - Z @ coef[:, 0]) ** 2)
+        assert mse_from_stats(stats, coef, b)[0] == pytest.approx(dense, rel=1e-6) or coef is huge
+    assert np.isfinite(mse_from_stats(stats, good, b, rtol=1e-6)[0])
+    assert np.isnan(mse_from_stats(stats, huge, b, rtol=1e-6)[0])

@@ -14,6 +14,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._labels import class_labels, encode_classes
 from .._validation import check_fraction, check_X, is_dask
 from ..engine import map_rows
 from ..features.kernel import FeatureKernel
@@ -119,6 +120,18 @@ class RandomFeatureModel(SaveMixin, BaseEstimator):
         return validate_data(
             self, X, y, reset=True, dtype=[np.float64, np.float32], y_numeric=y_numeric, multi_output=multi_output
         )
+
+    def _class_targets(self, X: object, y: object) -> tuple[np.ndarray | da.Array, np.ndarray | da.Array]:
+        """Validate ``X`` and class labels ``y``; set ``classes_``; return ``X`` and the +-1 class columns."""
+        X, y = self._validate_Xy(X, y, y_numeric=False, multi_output=False)
+        y = y.reshape(-1) if is_dask(y) else np.asarray(y).reshape(-1)
+        self.classes_ = class_labels(y, type(self).__name__)
+        return X, encode_classes(y, self.classes_)
+
+    def _regression_targets(self, X: object, y: object) -> tuple[np.ndarray | da.Array, np.ndarray | da.Array]:
+        """Validate ``X`` and a numeric ``y`` (1 or k columns), as floats."""
+        X, y = self._validate_Xy(X, y, y_numeric=True, multi_output=True)
+        return X, y if np.issubdtype(y.dtype, np.floating) else y.astype(np.float64)
 
     def _features_pass(
         self,

@@ -8,7 +8,7 @@ from scipy.special import expit
 from sklearn.base import ClassifierMixin
 from sklearn.utils.metaestimators import available_if
 
-from .._labels import class_labels, encode_classes
+from .._labels import encode_classes
 from .._validation import check_choice, is_dask
 from ._base import RandomFeatureModel, is_selector, linear_predict
 from .ridge import _RidgeSolveMixin, check_alphas
@@ -133,11 +133,7 @@ class RandomFeatureClassifier(_RidgeSolveMixin, ClassifierMixin, RandomFeatureMo
             raise ValueError("alphas (a one-pass penalty path) is available for loss='squared'; for logistic use alpha")
         if self.loss == "logistic" and self.alpha <= 0:
             raise ValueError(f"alpha must be positive for loss='logistic', got {self.alpha!r}")
-        X, y = self._validate_Xy(X, y, y_numeric=False, multi_output=False)
-        if y.ndim == 2:
-            y = y[:, 0]
-        self.classes_ = class_labels(y, type(self).__name__)
-        T = encode_classes(y, self.classes_)
+        X, T = self._class_targets(X, y)
         if self.loss == "squared":
             validation = self.validation if self.validation is not None else (0.2 if grid is not None else None)
             train, valid = self._features_pass(
@@ -152,19 +148,23 @@ class RandomFeatureClassifier(_RidgeSolveMixin, ClassifierMixin, RandomFeatureMo
         return self._fit_logistic(X, T)
 
     def _fit_logistic(self, X, T) -> RandomFeatureClassifier:
-        from .logistic import fit_logistic
-
         features = self._make_features()
         if is_selector(features):
             # the selector needs the candidates' statistics: one pass
             self._features_pass(X, T, task="classification", classes=self.classes_)
         else:
             self._fit_map(features, X)
+        self.alpha_ = float(self.alpha)
+        return self._logistic_refit(X, T, self.kernel_)
+
+    def _logistic_refit(self, X, T, kernel) -> RandomFeatureClassifier:
+        """Logistic regression on ``kernel``'s features with penalty ``alpha_``; its passes are added to ``n_passes_``."""
+        from .logistic import fit_logistic
+
         result = fit_logistic(
-            X, T, self.kernel_, alpha=float(self.alpha), solver=self.solver, max_iter=self.max_iter,
+            X, T, kernel, alpha=self.alpha_, solver=self.solver, max_iter=self.max_iter,
             tol=self.tol, fit_intercept=self.fit_intercept, hessian_rows=self.hessian_rows,
         )
-        self.alpha_ = float(self.alpha)
         self.coef_ = np.asarray(result.coef).T
         self.intercept_ = np.asarray(result.intercept)
         self.n_iter_ = int(result.n_iter)

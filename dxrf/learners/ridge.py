@@ -9,7 +9,7 @@ from sklearn.base import RegressorMixin
 from .._validation import check_nonnegative
 from ..stats import FeatureStats
 from ._base import RandomFeatureModel, linear_predict
-from .ridge_path import check_alpha_grid, mse_from_stats, ridge_path, solve_ridge
+from .ridge_path import check_alpha_grid, mse_from_stats, ridge_path, solve_ridge, statistics_rtol
 
 __all__ = ["RandomFeatureRidge", "check_alphas"]
 
@@ -42,7 +42,8 @@ class _RidgeSolveMixin:
         if grid is not None:
             if valid is None or valid.n == 0 or train.n == 0:
                 raise ValueError("the validation split left no training or no validation rows; change validation=")
-            path = ridge_path(train, grid, valid, fit_intercept=self.fit_intercept)
+            # an alpha whose validation error is lost to the statistics' rounding is never chosen
+            path = ridge_path(train, grid, valid, fit_intercept=self.fit_intercept, rtol=statistics_rtol(self.kernel_.dtype))
             self.alphas_ = grid
             self.validation_errors_ = path.validation_mse.mean(axis=1)
             self.alpha_ = float(grid[path.best_index])
@@ -153,16 +154,16 @@ class RandomFeatureRidge(_RidgeSolveMixin, RegressorMixin, RandomFeatureModel):
         self
         """
         grid = check_alphas(self.alpha, self.alphas)
-        X, y = self._validate_Xy(X, y, y_numeric=True, multi_output=True)
-        if not is_float(y):
-            y = y.astype(np.float64)
+        X, y = self._regression_targets(X, y)
         validation = self.validation if self.validation is not None else (0.2 if grid is not None else None)
         train, valid = self._features_pass(X, y, validation=validation, validation_seed=self.validation_seed)
-        coef = self._solve_on_stats(train, valid, grid)
-        one_d = y.ndim == 1
+        self._set_regression_coef(self._solve_on_stats(train, valid, grid), y.ndim == 1)
+        return self
+
+    def _set_regression_coef(self, coef: np.ndarray, one_d: bool) -> None:
+        """``coef_`` (M,) or (k, M) and ``intercept_`` from a solution of shape (M, k)."""
         self.coef_ = coef[:, 0] if one_d else coef.T
         self.intercept_ = float(self._intercept[0]) if one_d else self._intercept
-        return self
 
     def __sklearn_tags__(self):  # noqa: D105
         tags = super().__sklearn_tags__()

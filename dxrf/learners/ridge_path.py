@@ -18,7 +18,7 @@ from .._blas import blas_limit
 from .._validation import check_nonnegative
 from ..stats import FeatureStats
 
-__all__ = ["RidgePath", "ridge_path", "solve_ridge", "mse_from_stats"]
+__all__ = ["RidgePath", "ridge_path", "solve_ridge", "mse_from_stats", "statistics_rtol"]
 
 
 def _normal_equations(stats: FeatureStats, fit_intercept: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -63,13 +63,29 @@ def solve_ridge(stats: FeatureStats, alpha: float, fit_intercept: bool = True) -
     return coef, _intercept(stats, coef, fit_intercept)
 
 
-def mse_from_stats(stats: FeatureStats, coef: np.ndarray, intercept: np.ndarray) -> np.ndarray:
+def statistics_rtol(dtype: object) -> float:
+    """Relative accuracy of statistics accumulated from features of ``dtype`` (10 machine epsilons)."""
+    return 10.0 * float(np.finfo(np.dtype(dtype)).eps)
+
+
+def mse_from_stats(
+    stats: FeatureStats, coef: np.ndarray, intercept: np.ndarray, *, rtol: float | None = None
+) -> np.ndarray:
     """Mean squared error of ``z^T coef + intercept`` on the rows of ``stats``, per output.
 
     Exact from the statistics:
     ``(1/n) sum |y - theta^T z - beta|^2`` expanded into ``yy``, ``cross``,
     ``gram`` and the sums. ``coef`` may carry a leading path axis
     (shape ``(P, M, k)``, intercept ``(P, k)``), giving shape ``(P, k)``.
+
+    The expansion cancels: with huge coefficients (a nearly singular
+    covariance and a tiny penalty) the terms are many orders larger than
+    their sum, and the statistics' own rounding (``rtol`` relative, about
+    ``1e-6`` for float32 features: :func:`statistics_rtol`) can swamp it, even
+    to a negative sum that would read as a perfect fit. With ``rtol`` given,
+    an error whose rounding bound (``rtol`` times the statistics' entries
+    weighted by ``|coef|``) exceeds a tenth of its value is returned as NaN:
+    unknown, never chosen.
     """
     stats._require_targets()
     coef = np.asarray(coef, dtype=np.float64)
@@ -80,7 +96,18 @@ def mse_from_stats(stats: FeatureStats, coef: np.ndarray, intercept: np.ndarray)
     t_gram_t = np.einsum("...mk,mj,...jk->...k", coef, stats.gram, coef)
     t_sum = np.einsum("...mk,m->...k", coef, stats.sum)
     sse = yy - 2 * t_cross - 2 * intercept * stats.ysum + t_gram_t + 2 * intercept * t_sum + n * intercept**2
-    return np.maximum(sse, 0.0) / n
+    mse = np.maximum(sse, 0.0) / n
+    if rtol is not None:
+        # each statistic is off by about rtol of its entries' size, so the sums of
+        # |coef|-weighted entries bound the rounding (not the terms' values, which cancel)
+        a = np.abs(coef)
+        bound = rtol * (
+            2 * np.einsum("...mk,mk->...k", a, np.abs(stats.cross))
+            + np.einsum("...mk,mj,...jk->...k", a, np.abs(stats.gram), a)
+            + 2 * np.abs(intercept) * np.einsum("...mk,m->...k", a, np.abs(stats.sum))
+        )
+        mse = np.where(bound > 0.1 * np.maximum(sse, 0.0), np.nan, mse)
+    return mse
 
 
 @dataclasses.dataclass
@@ -104,7 +131,13 @@ class RidgePath:
     def best_index(self) -> int:
         if self.validation_mse is None:
             raise ValueError("no validation statistics were given")
-        return int(np.argmin(self.validation_mse.mean(axis=1)))
+        mean = self.validation_mse.mean(axis=1)
+        if np.isnan(mean).all():
+            raise ValueError(
+                "every penalty's validation error is lost to rounding (huge coefficients on nearly singular "
+                "statistics): use larger alphas, or dtype='float64' features"
+            )
+        return int(np.nanargmin(mean))
 
 
 def ridge_path(
@@ -112,12 +145,15 @@ def ridge_path(
     alphas: np.ndarray,
     validation: FeatureStats | None = None,
     fit_intercept: bool = True,
+    *,
+    rtol: float | None = None,
 ) -> RidgePath:
     """Ridge solutions for every penalty in ``alphas`` from one eigendecomposition.
 
     ``theta(alpha) = U diag(1 / (lambda + alpha)) U^T c`` with ``C = U diag(lambda) U^T``.
     With ``validation`` statistics the exact validation MSE of every solution
-    is returned too.
+    is returned too (NaN where rounding of statistics of relative accuracy
+    ``rtol`` swamps it: see :func:`mse_from_stats`).
     """
     alphas = check_alpha_grid(alphas)
     C, c = _normal_equations(stats, fit_intercept)
@@ -130,5 +166,5 @@ def ridge_path(
     inv[~np.isfinite(inv)] = 0.0  # alpha = 0 on a null direction: minimum-norm solution
     coefs = np.einsum("mj,pj,jk->pmk", U, inv, Uc)
     intercepts = np.stack([_intercept(stats, cf, fit_intercept) for cf in coefs])
-    mse = None if validation is None else mse_from_stats(validation, coefs, intercepts)
+    mse = None if validation is None else mse_from_stats(validation, coefs, intercepts, rtol=rtol)
     return RidgePath(alphas, coefs, intercepts, mse)

@@ -11,12 +11,13 @@ the best configuration is refitted on all rows from the same statistics.
 
 from __future__ import annotations
 
+import inspect
 import numbers
+import time
 
 import dask.array as da
 import numpy as np
 
-from .._labels import class_labels, encode_classes
 from .._validation import ParameterTypeError, check_bool, check_choice, check_fraction, check_int, is_integer
 from ..features.maps import RandomFourierFeatures
 from ..search.evaluate import fold_pairs, validate_bandwidth
@@ -30,8 +31,8 @@ from ..selection.selectors import (
 )
 from ..stats import FeatureStats, accumulate
 from .classifier import LOSSES, RandomFeatureClassifier
-from .ridge import RandomFeatureRidge, is_float
-from .ridge_path import mse_from_stats, solve_ridge
+from .ridge import RandomFeatureRidge
+from .ridge_path import mse_from_stats, ridge_path, statistics_rtol
 
 __all__ = ["RandomFeatureRidgeCV", "RandomFeatureClassifierCV", "DEFAULT_BANDWIDTHS", "DEFAULT_ALPHAS"]
 
@@ -53,6 +54,13 @@ def check_cv(cv: object, n_rows: int) -> tuple[str, object]:
             raise ValueError(f"cv has {cv.shape[0]} rows but X has {n_rows}")
         return "mask", cv
     raise ParameterTypeError(f"cv must be an integer k >= 2, a fraction in (0, 1) or a boolean mask, got {cv!r}")
+
+
+def store_parameters(estimator: object, values: dict) -> None:
+    """Set every parameter of ``type(estimator).__init__`` from its ``locals()``: ``__init__`` only stores."""
+    for name in inspect.signature(type(estimator).__init__).parameters:
+        if name != "self":
+            setattr(estimator, name, values[name])
 
 
 def _resolve_seed(random_state: object) -> int:
@@ -111,6 +119,7 @@ class _SearchCV:
         seed = _resolve_seed(self.random_state)
         passes = 0
         median = None
+        clock = time.perf_counter()
         if grid.needs_median:
             # the median heuristic from a row sample: a read of X (random rows touch most chunks)
             probe = self._candidate_map(1, "median", seed).fit(X)
@@ -119,8 +128,10 @@ class _SearchCV:
         values = [b.resolve(median) for b in grid.bandwidths]
         candidates = [self._candidate_map(grid.n_candidates, v, seed).fit(X) for v in values]
         split = {"folds": cv} if kind == "kfold" else {"split": cv}
+        t_pass = time.perf_counter()
         per_map = accumulate(X, T, [c.kernel_ for c in candidates], split_seed=self.cv_seed, **split)
         passes += 1
+        t_algebra = time.perf_counter()
         _check_rows(per_map[0], kind, self.cv, X.shape[0])
 
         def rng_for() -> np.random.Generator:
@@ -129,7 +140,8 @@ class _SearchCV:
         mse, r2 = [], []
         for groups in per_map:
             pairs = fold_pairs(groups, kind == "kfold")
-            e, s = validate_bandwidth(pairs, grid, rng_for, task=self._task, fit_intercept=self.fit_intercept)
+            e, s = validate_bandwidth(pairs, grid, rng_for, task=self._task, fit_intercept=self.fit_intercept,
+                                      rtol=statistics_rtol(self.dtype))
             mse.append(e)
             r2.append(s)
         results = results_table(grid, values, mse, r2)
@@ -174,10 +186,19 @@ class _SearchCV:
             kernel = selector.kernel_
         self.kernel_ = kernel
         self.n_features_in_ = kernel.n_features_in
+        done = time.perf_counter()
+        # wall seconds of the parts, as GridSearchCV's refit_time_: where a search's time goes
+        self.search_times_ = {
+            "median": t_pass - clock, "pass": t_algebra - t_pass, "algebra": done - t_algebra,
+        }
         return total.subset(idx, scales), kernel
 
     def _ridge_refit(self, stats: FeatureStats) -> np.ndarray:
-        coef, intercept = solve_ridge(stats, self.alpha_, self.fit_intercept)
+        # the same solver as the validated path (an eigendecomposition, null directions
+        # dropped): at the tiny alphas float32 statistics can favour, a Cholesky
+        # factorisation of the nearly singular covariance would give another model
+        path = ridge_path(stats, np.array([self.alpha_]), fit_intercept=self.fit_intercept)
+        coef, intercept = path.coefs[0], path.intercepts[0]
         self.train_mse_ = float(mse_from_stats(stats, coef, intercept).mean())
         self._intercept = intercept
         return coef
@@ -251,6 +272,11 @@ _SEARCH_ATTRIBUTES = """
         bandwidth, selection and M.
     n_splits_, n_candidates_, random_state_ : int
         Folds (1 for a hold-out), M0 and the seed actually used.
+    search_times_ : dict
+        Wall seconds of the search's parts: ``"median"`` (the bandwidth
+        sample and the candidates), ``"pass"`` (the one read of X) and
+        ``"algebra"`` (every configuration's validation and the refit's
+        selection, on the client).
     features_ : fitted selector, or the candidate map for ``"none"``
     kernel_ : FeatureKernel
         The chosen features, refitted on all rows.
@@ -305,20 +331,7 @@ class RandomFeatureRidgeCV(_SearchCV, RandomFeatureRidge):
         fit_intercept: bool = True,
         random_state: object = None,
     ) -> None:
-        self.bandwidths = bandwidths
-        self.n_components = n_components
-        self.selections = selections
-        self.lams = lams
-        self.rhos = rhos
-        self.alphas = alphas
-        self.n_candidates = n_candidates
-        self.kernel = kernel
-        self.sampling = sampling
-        self.dtype = dtype
-        self.cv = cv
-        self.cv_seed = cv_seed
-        self.fit_intercept = fit_intercept
-        self.random_state = random_state
+        store_parameters(self, locals())
 
     def fit(self, X: np.ndarray | da.Array, y: np.ndarray | da.Array) -> RandomFeatureRidgeCV:
         """Search and refit, in one pass over X (two with a median bandwidth).
@@ -332,14 +345,9 @@ class RandomFeatureRidgeCV(_SearchCV, RandomFeatureRidge):
         -------
         self
         """
-        X, y = self._validate_Xy(X, y, y_numeric=True, multi_output=True)
-        if not is_float(y):
-            y = y.astype(np.float64)
+        X, y = self._regression_targets(X, y)
         stats, _ = self._search(X, y, None)
-        coef = self._ridge_refit(stats)
-        one_d = y.ndim == 1
-        self.coef_ = coef[:, 0] if one_d else coef.T
-        self.intercept_ = float(self._intercept[0]) if one_d else self._intercept
+        self._set_regression_coef(self._ridge_refit(stats), y.ndim == 1)
         return self
 
 
@@ -391,25 +399,7 @@ class RandomFeatureClassifierCV(_SearchCV, RandomFeatureClassifier):
         hessian_rows: int | str | None = "auto",
         random_state: object = None,
     ) -> None:
-        self.bandwidths = bandwidths
-        self.n_components = n_components
-        self.selections = selections
-        self.lams = lams
-        self.rhos = rhos
-        self.alphas = alphas
-        self.n_candidates = n_candidates
-        self.kernel = kernel
-        self.sampling = sampling
-        self.dtype = dtype
-        self.cv = cv
-        self.cv_seed = cv_seed
-        self.fit_intercept = fit_intercept
-        self.loss = loss
-        self.solver = solver
-        self.max_iter = max_iter
-        self.tol = tol
-        self.hessian_rows = hessian_rows
-        self.random_state = random_state
+        store_parameters(self, locals())
 
     def fit(self, X: np.ndarray | da.Array, y: np.ndarray | da.Array) -> RandomFeatureClassifierCV:
         """Search on the squared-loss statistics (one pass), then refit the best.
@@ -425,11 +415,7 @@ class RandomFeatureClassifierCV(_SearchCV, RandomFeatureClassifier):
         self
         """
         check_choice(self.loss, "loss", LOSSES)
-        X, y = self._validate_Xy(X, y, y_numeric=False, multi_output=False)
-        if y.ndim == 2:
-            y = y[:, 0]
-        self.classes_ = class_labels(y, type(self).__name__)
-        T = encode_classes(y, self.classes_)
+        X, T = self._class_targets(X, y)
         stats, kernel = self._search(X, T, self.classes_)
         if self.loss == "squared":
             coef = self._ridge_refit(stats)
@@ -437,20 +423,6 @@ class RandomFeatureClassifierCV(_SearchCV, RandomFeatureClassifier):
             self.intercept_ = self._intercept
             self.n_iter_ = 1
             return self
-        from .logistic import fit_logistic
-
         if self.alpha_ <= 0:
             raise ValueError("loss='logistic' needs a positive penalty: the search chose alpha=0; remove 0 from alphas")
-        result = fit_logistic(
-            X, T, kernel, alpha=self.alpha_, solver=self.solver, max_iter=self.max_iter, tol=self.tol,
-            fit_intercept=self.fit_intercept, hessian_rows=self.hessian_rows,
-        )
-        self.coef_ = np.asarray(result.coef).T
-        self.intercept_ = np.asarray(result.intercept)
-        self.n_iter_ = int(result.n_iter)
-        self.n_passes_ += int(result.n_passes)
-        self.solver_ = result.solver
-        self.hessian_rows_ = int(result.hessian_rows)
-        self.converged_ = bool(result.converged)
-        return self
-
+        return self._logistic_refit(X, T, kernel)

@@ -61,7 +61,6 @@ from scipy.special import expit
 from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.utils.metaestimators import available_if
 
-from .._labels import class_labels, encode_classes
 from .._validation import (
     check_bool,
     check_choice,
@@ -563,11 +562,8 @@ class RandomFeatureSGDClassifier(ClassifierMixin, _BaseSGD):
         self
         """
         self._check_params()
-        X, y = self._validate_Xy(X, y, y_numeric=False, multi_output=False)
-        y = y.reshape(-1) if is_dask(y) else np.asarray(y).reshape(-1)
-        classes = self.classes_ = class_labels(y, type(self).__name__)
-        Y = encode_classes(y, classes)
-        self._fit_sgd(X, Y, task="classification", classes=classes)
+        X, Y = self._class_targets(X, y)
+        self._fit_sgd(X, Y, task="classification", classes=self.classes_)
         return self
 
     def decision_function(self, X: np.ndarray | da.Array) -> np.ndarray | da.Array:

@@ -97,6 +97,7 @@ def validate_bandwidth(
     *,
     task: str,
     fit_intercept: bool,
+    rtol: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Validation MSE and R^2 of every (fold, variant, M, alpha) of one bandwidth.
 
@@ -110,11 +111,14 @@ def validate_bandwidth(
     task : {"regression", "classification"}
         Supervised selections standardise a regression response.
     fit_intercept : bool
+    rtol : float, optional
+        Relative accuracy of the statistics: errors lost to their rounding
+        are NaN (:func:`dxrf.learners.mse_from_stats`).
 
     Returns
     -------
     mse, r2 : ndarrays of shape (folds, variants, len(M), len(alpha))
-        MSE averaged over outputs, and R^2 averaged over outputs.
+        MSE averaged over outputs, and R^2 averaged over outputs (NaN where unknown).
     """
     shape = (len(pairs), len(grid.variants), grid.n_components.size, grid.alphas.size)
     mse, r2 = np.empty(shape), np.empty(shape)
@@ -126,7 +130,7 @@ def validate_bandwidth(
             selected, scales = select_largest(train, variant, m_max, rng_for(), task=task, spectrum=spectrum)
             for i, m in enumerate(grid.n_components):
                 idx, sc = prefix(selected, scales, int(m))
-                path = ridge_path(train.subset(idx, sc), grid.alphas, valid.subset(idx, sc), fit_intercept)
+                path = ridge_path(train.subset(idx, sc), grid.alphas, valid.subset(idx, sc), fit_intercept, rtol=rtol)
                 mse[f, v, i] = path.validation_mse.mean(axis=1)
                 r2[f, v, i] = r2_scores(path.validation_mse, valid)
     return mse, r2

@@ -53,8 +53,8 @@ def results_table(grid: SearchGrid, bandwidth_values: list[float], mse: list, r2
         "mean_test_score": mean_score,
         "std_test_score": r2_flat.std(axis=0),
         "mean_validation_mse": mse_flat.mean(axis=0),
-        # rank 1 is the best; ties share the lowest rank, as in scikit-learn
-        "rank_test_score": rankdata(-np.round(mean_score, 12), method="min").astype(np.int32),
+        # rank 1 is the best; ties share the lowest rank, and unknown (NaN) scores come last, as in scikit-learn
+        "rank_test_score": rankdata(-np.nan_to_num(np.round(mean_score, 12), nan=-np.inf), method="min").astype(np.int32),
     }
     for j in range(folds):
         out[f"split{j}_test_score"] = r2_flat[j]
@@ -63,8 +63,14 @@ def results_table(grid: SearchGrid, bandwidth_values: list[float], mse: list, r2
 
 
 def best_index(results: dict) -> int:
-    """The configuration with the highest mean validation score (the first of equals)."""
-    return int(np.argmax(results["mean_test_score"]))
+    """The configuration with the highest mean validation score (the first of equals; NaN scores never)."""
+    score = results["mean_test_score"]
+    if np.isnan(score).all():
+        raise ValueError(
+            "every configuration's validation error is lost to rounding (huge coefficients on nearly singular "
+            "statistics): use larger alphas, or dtype='float64' features"
+        )
+    return int(np.nanargmax(score))
 
 
 def warn_at_edges(grid: SearchGrid, best: dict, bandwidth_values: list[float], chosen_bandwidth: float) -> list[str]:
