@@ -21,10 +21,14 @@ GRID_OPTIONS = ("bandwidth", "n_components", "select", "lam", "rho", "alphas", "
 
 
 def _numbers(text: str, kind: type, what: str) -> list:
-    try:
-        values = [kind(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated {what}, got {text!r}") from None
+    values = []
+    for v in (v.strip() for v in text.split(",")):
+        if v:
+            try:
+                values.append(kind(v))
+            except ValueError:
+                # argparse's own wording for one bad value
+                raise argparse.ArgumentTypeError(f"invalid {kind.__name__} value: {v!r}") from None
     if not values:
         raise argparse.ArgumentTypeError(f"expected comma-separated {what}, got {text!r}")
     return values
@@ -44,13 +48,20 @@ def _bandwidths(text: str) -> list[float | str]:
     items = [v.strip() for v in text.split(",") if v.strip()]
     if not items:
         raise argparse.ArgumentTypeError(f"expected comma-separated bandwidths, got {text!r}")
-    try:
-        specs = [parse_bandwidth(v) for v in items]
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"bandwidth must be numbers or 'median', 'median*c' (c > 0), comma-separated, got {text!r}"
-        ) from None
-    return [s.value if s.factor is None else s.text for s in specs]
+    out: list[float | str] = []
+    for v in items:
+        try:
+            out.append(float(v))  # its range is checked where it is used, in the estimator's words
+            continue
+        except ValueError:
+            pass
+        try:
+            out.append(parse_bandwidth(v).text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"bandwidth must be numbers or 'median', 'median*c' (c > 0), comma-separated, got {text!r}"
+            ) from None
+    return out
 
 
 def _select_list(text: str) -> list[str]:

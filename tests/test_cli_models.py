@@ -147,6 +147,7 @@ def test_fit_without_grid_options_runs_the_default_search(scheduler, datasets, t
         (["--select", "none,elss-bottom"], "--select takes a comma-separated list"),
         (["--alphas", "1e-3,-1", "--cv", "3"], "alphas must hold non-negative"),
         (["--bandwidth", "1,median*-2"], "bandwidth must be numbers"),
+        (["--bandwidth", "1,-2"], "bandwidths must hold positive numbers"),
         (["--cv", "1"], "cv must be an integer k >= 2"),
         (["--cv", "0.2", "--lam", ""], "expected comma-separated numbers"),
     ],
