@@ -306,3 +306,15 @@ def test_mse_from_stats_flags_cancellation():
         assert mse_from_stats(stats, coef, b)[0] == pytest.approx(dense, rel=1e-6) or coef is huge
     assert np.isfinite(mse_from_stats(stats, good, b, rtol=1e-6)[0])
     assert np.isnan(mse_from_stats(stats, huge, b, rtol=1e-6)[0])
+
+
+def test_the_search_is_reproducible_to_the_bit(regression):
+    """The paths run on a thread pool, each on one BLAS thread, and the spectra alone: the same bits every time."""
+    X, y = regression
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        runs = [small_search(selections=["none", "elss-sample", "lkrf"], dtype="float32", cv=3).fit(X, y)
+                for _ in range(3)]
+    for other in runs[1:]:
+        np.testing.assert_array_equal(other.cv_results_["mean_validation_mse"], runs[0].cv_results_["mean_validation_mse"])
+        np.testing.assert_array_equal(other.coef_, runs[0].coef_)

@@ -157,8 +157,10 @@ def ridge_path(
     """
     alphas = check_alpha_grid(alphas)
     C, c = _normal_equations(stats, fit_intercept)
-    with blas_limit(1):  # reproducible to the bit, whatever BLAS threads the caller has
-        evals, U = scipy.linalg.eigh(C, check_finite=False)
+    # one BLAS thread: reproducible to the bit, whatever BLAS threads the caller has;
+    # NumPy's eigh releases the GIL (SciPy's wrapper holds it), so paths run in parallel threads
+    with blas_limit(1):
+        evals, U = np.linalg.eigh(C)
     evals = np.maximum(evals, 0.0)
     Uc = U.T @ c
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -20,7 +20,7 @@ import numpy as np
 
 from .._validation import ParameterTypeError, check_bool, check_choice, check_fraction, check_int, is_integer
 from ..features.maps import RandomFourierFeatures
-from ..search.evaluate import fold_pairs, validate_bandwidth
+from ..search.evaluate import fold_pairs, validate_grid
 from ..search.grid import SearchGrid, Variant, check_grid
 from ..search.results import best_index, results_table, warn_at_edges
 from ..selection.selectors import (
@@ -137,13 +137,9 @@ class _SearchCV:
         def rng_for() -> np.random.Generator:
             return _split_random_state(seed)[1]
 
-        mse, r2 = [], []
-        for groups in per_map:
-            pairs = fold_pairs(groups, kind == "kfold")
-            e, s = validate_bandwidth(pairs, grid, rng_for, task=self._task, fit_intercept=self.fit_intercept,
-                                      rtol=statistics_rtol(self.dtype))
-            mse.append(e)
-            r2.append(s)
+        pairs = [fold_pairs(groups, kind == "kfold") for groups in per_map]
+        mse, r2 = validate_grid(pairs, grid, rng_for, task=self._task, fit_intercept=self.fit_intercept,
+                                rtol=statistics_rtol(self.dtype))
         results = results_table(grid, values, mse, r2)
         best = best_index(results)
         params = dict(results["params"][best])

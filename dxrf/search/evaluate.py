@@ -11,20 +11,23 @@ For one bandwidth and one fold:
   prefix is the draw of fewer features, rescaled by ``sqrt(M_max / M)``);
 - each ``M`` prefix's statistics are an exact sub-block, and one
   eigendecomposition of its covariance gives the whole ``alpha`` path and
-  each penalty's exact validation MSE.
+  each penalty's exact validation MSE. These paths run on a pool of the
+  client's threads, each on one BLAS thread: all cores, the same bits.
 """
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
 from ..learners.ridge_path import ridge_path
-from ..selection.leverage import gram_spectrum
+from ..selection.leverage import client_threads, gram_spectrum
 from ..selection.select import select_features
 from ..stats import FeatureStats
 from .grid import SearchGrid, Variant
 
-__all__ = ["fold_pairs", "select_largest", "prefix", "r2_scores", "validate_bandwidth"]
+__all__ = ["fold_pairs", "select_largest", "prefix", "r2_scores", "validate_grid"]
 
 
 def fold_pairs(groups: tuple[FeatureStats, ...], kfold: bool) -> list[tuple[FeatureStats, FeatureStats]]:
@@ -90,20 +93,20 @@ def r2_scores(mse: np.ndarray, valid: FeatureStats) -> np.ndarray:
     return r2.mean(axis=1)
 
 
-def validate_bandwidth(
-    pairs: list[tuple[FeatureStats, FeatureStats]],
+def validate_grid(
+    per_bandwidth: list[list[tuple[FeatureStats, FeatureStats]]],
     grid: SearchGrid,
     rng_for: object,
     *,
     task: str,
     fit_intercept: bool,
     rtol: float | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Validation MSE and R^2 of every (fold, variant, M, alpha) of one bandwidth.
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Validation MSE and R^2 of every (fold, variant, M, alpha), for each bandwidth.
 
     Parameters
     ----------
-    pairs : list of (train, validation) FeatureStats of the candidates
+    per_bandwidth : list, per bandwidth, of lists of (train, validation) FeatureStats of the candidates
     grid : SearchGrid
     rng_for : callable
         ``rng_for()`` returns a fresh generator for one selection (the one a
@@ -117,20 +120,42 @@ def validate_bandwidth(
 
     Returns
     -------
-    mse, r2 : ndarrays of shape (folds, variants, len(M), len(alpha))
+    mse, r2 : lists, per bandwidth, of ndarrays of shape (folds, variants, len(M), len(alpha))
         MSE averaged over outputs, and R^2 averaged over outputs (NaN where unknown).
+
+    Notes
+    -----
+    The ridge paths run on a pool of the client's threads, each on one BLAS
+    thread (the same bits whatever runs beside it). A leverage spectrum uses
+    all cores and runs alone: the pool is drained before each one.
     """
-    shape = (len(pairs), len(grid.variants), grid.n_components.size, grid.alphas.size)
-    mse, r2 = np.empty(shape), np.empty(shape)
     m_max = int(grid.n_components[-1])
     needs_spectrum = any(v.criterion == "leverage" for v in grid.variants)
-    for f, (train, valid) in enumerate(pairs):
-        spectrum = gram_spectrum(train) if needs_spectrum else None
-        for v, variant in enumerate(grid.variants):
-            selected, scales = select_largest(train, variant, m_max, rng_for(), task=task, spectrum=spectrum)
-            for i, m in enumerate(grid.n_components):
-                idx, sc = prefix(selected, scales, int(m))
-                path = ridge_path(train.subset(idx, sc), grid.alphas, valid.subset(idx, sc), fit_intercept, rtol=rtol)
-                mse[f, v, i] = path.validation_mse.mean(axis=1)
-                r2[f, v, i] = r2_scores(path.validation_mse, valid)
+    shape = (grid.variants.__len__(), grid.n_components.size, grid.alphas.size)
+    mse = [np.empty((len(pairs),) + shape) for pairs in per_bandwidth]
+    r2 = [np.empty((len(pairs),) + shape) for pairs in per_bandwidth]
+
+    def path_errors(b: int, f: int, v: int, i: int, train: FeatureStats, valid: FeatureStats, idx, sc) -> None:
+        path = ridge_path(train.subset(idx, sc), grid.alphas, valid.subset(idx, sc), fit_intercept, rtol=rtol)
+        mse[b][f, v, i] = path.validation_mse.mean(axis=1)
+        r2[b][f, v, i] = r2_scores(path.validation_mse, valid)
+
+    pending: list = []
+    with ThreadPoolExecutor(max_workers=client_threads()) as pool:
+        for b, pairs in enumerate(per_bandwidth):
+            for f, (train, valid) in enumerate(pairs):
+                spectrum = None
+                if needs_spectrum:
+                    for t in pending:  # the spectrum takes every core, alone
+                        t.result()
+                    pending = []
+                    spectrum = gram_spectrum(train)
+                # the selections in order: they draw from generators
+                for v, variant in enumerate(grid.variants):
+                    selected, scales = select_largest(train, variant, m_max, rng_for(), task=task, spectrum=spectrum)
+                    for i, m in enumerate(grid.n_components):
+                        idx, sc = prefix(selected, scales, int(m))
+                        pending.append(pool.submit(path_errors, b, f, v, i, train, valid, idx, sc))
+        for t in pending:
+            t.result()
     return mse, r2
