@@ -318,3 +318,16 @@ def test_the_search_is_reproducible_to_the_bit(regression):
     for other in runs[1:]:
         np.testing.assert_array_equal(other.cv_results_["mean_validation_mse"], runs[0].cv_results_["mean_validation_mse"])
         np.testing.assert_array_equal(other.coef_, runs[0].coef_)
+
+
+def test_a_search_that_cannot_fit_the_workers_is_refused_before_the_pass(make_cluster):
+    """4 bandwidths x 5 folds of M0 = 3000 candidates: 2.7 GiB per partial, against workers of 1 GiB."""
+    X = da.from_array(np.random.default_rng(0).normal(size=(4000, 3)), chunks=1000)
+    y = X[:, 0]
+    cluster = make_cluster(1, memory_limit="1GiB")
+    with Client(cluster):
+        est = dxrf.RandomFeatureRidgeCV(bandwidths=[0.5, 1, 2, 4], n_components=[300], selections=["elss-top"],
+                                        cv=5, random_state=0)
+        with pytest.raises(ValueError, match=r"needs about .* GiB per worker .* smallest worker's memory limit is 1.00 GiB"
+                                             r".*n_candidates"):
+            est.fit(X, y)

@@ -21,14 +21,14 @@ import numpy as np
 
 from .._blas import blas_limit
 from ..options import get_options
-from ..progress import compute
+from ..progress import active_client, compute
 from .blocks import Rows, aligned_blocks, cut_tiles, in_process_starts, lcm_rows, row_starts
 from .lanes import lanes as chunk_lanes
 from .reduce import fan_in as capped_fan_in
 from .reduce import tree_reduce
 from .ship import ship
 
-__all__ = ["Pass", "LocalPool", "run_pass"]
+__all__ = ["Pass", "LocalPool", "run_pass", "check_partial_memory"]
 
 
 def _identity(partial: Any, *shared: Any) -> Any:
@@ -153,6 +153,30 @@ def _run_in_process(spec: Pass, X: np.ndarray, columns: Sequence, shared: tuple,
     return spec.finish(total, *shared)
 
 
+def check_partial_memory(partial_bytes: int) -> None:
+    """Refuse a pass whose partials cannot fit the smallest worker of the active cluster.
+
+    A worker holds at least two partials at once (a lane's running sums and
+    the partial it merges), so a pass whose partial exceeds half of a
+    worker's memory limit would only end in paused or killed workers. The
+    message gives both sizes; the statistics pass's partial is about
+    ``16 M0^2 / 2`` bytes per feature map and row group.
+    """
+    client = active_client()
+    if client is None or partial_bytes <= 0:
+        return
+    limits = [w.get("memory_limit") or 0 for w in client.scheduler_info().get("workers", {}).values()]
+    limits = [m for m in limits if m > 0]
+    if limits and 2 * partial_bytes > min(limits):
+        gib = 2.0**30
+        raise ValueError(
+            f"this pass needs about {2 * partial_bytes / gib:.2f} GiB per worker (two partial results of "
+            f"{partial_bytes / gib:.2f} GiB: about 8 M0^2 bytes per feature map and row group) but the smallest "
+            f"worker's memory limit is {min(limits) / gib:.2f} GiB: use fewer candidates (n_candidates), fewer "
+            "feature maps (bandwidths) or fewer row groups (folds), or workers with more memory"
+        )
+
+
 def run_pass(
     spec: Pass,
     X: np.ndarray | da.Array,
@@ -197,6 +221,7 @@ def run_pass(
     if not isinstance(X, da.Array):
         return _run_in_process(spec, X, [None if c is None else np.asarray(c) for c in columns], shared, pool)
 
+    check_partial_memory(spec.partial_bytes)
     chunks = X.chunks[0]
     n = int(X.shape[0])
     x_blocks = list(X.to_delayed().ravel())
