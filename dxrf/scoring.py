@@ -16,9 +16,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ._validation import check_choice, check_dask_matrix, check_subset, is_dask
+from ._validation import check_choice, check_dask_matrix, check_int, check_subset, is_dask
 from .compensated import compensated_add
-from .engine import Pass, Rows, check_block, hashed_split, run_pass
+from .engine import Pass, Rows, check_block, hashed_folds, hashed_split, run_pass
 from .stats import check_split, resolve_kernel
 
 __all__ = ["LinearModels", "ModelScores", "score_models"]
@@ -188,12 +188,15 @@ def _class_codes(y: np.ndarray, k: int, n: int) -> np.ndarray:
 class _ScoreConfig:
     """What every block of a scoring pass needs: the groups, the tile grid and the split."""
 
-    def __init__(self, groups: list[_Group], tile_rows: int, fraction: float | None, seed: int, parts: int) -> None:
+    def __init__(
+        self, groups: list[_Group], tile_rows: int, fraction: float | None, seed: int, parts: int, folds: int | None = None
+    ) -> None:
         self.groups = groups
         self.tile_rows = tile_rows
         self.fraction = fraction
         self.seed = seed
         self.parts = parts
+        self.folds = folds
         self.width = sum(g.width for g in groups) + 1  # the last sum counts rows
 
     @property
@@ -204,7 +207,12 @@ class _ScoreConfig:
 def _tile_into(cfg: _ScoreConfig, X, y, mask, hi: np.ndarray, lo: np.ndarray) -> None:
     """Compensated add of one global tile's sums into the (parts, width) running sums."""
     for part in range(cfg.parts):
-        rows = slice(None) if mask is None else (~mask if part == 0 else mask)
+        if mask is None:
+            rows = slice(None)
+        elif mask.dtype == bool:
+            rows = ~mask if part == 0 else mask
+        else:  # fold labels
+            rows = mask == part
         Xp, yp = X[rows], y[rows]
         if Xp.shape[0] == 0:
             continue
@@ -218,6 +226,8 @@ def _tile_into(cfg: _ScoreConfig, X, y, mask, hi: np.ndarray, lo: np.ndarray) ->
 
 
 def _block_mask(rows: Rows, n: int, mask, cfg: _ScoreConfig):
+    if cfg.folds is not None:
+        return hashed_folds(rows.start, rows.start + n, cfg.folds, cfg.seed)
     if cfg.fraction is not None:
         return hashed_split(rows.start, rows.start + n, cfg.fraction, cfg.seed)
     return None if mask is None else np.asarray(mask, dtype=bool).reshape(-1)
@@ -281,6 +291,7 @@ def score_models(
     *,
     split: float | np.ndarray | None = None,
     split_seed: int = 0,
+    folds: int | None = None,
     progress: bool | None = None,
 ) -> list:
     """Score many stacks of linear models on the rows of ``X`` in one pass.
@@ -298,12 +309,17 @@ def score_models(
         ``split_seed``) or a mask of validation rows. Then both the training
         and the validation rows are scored, in the same pass.
     split_seed : int, default=0
+        Seed of the hashed split, and of the hashed folds.
+    folds : int, optional
+        ``k >= 2``: the rows of each of ``k`` hashed folds are scored apart
+        (the folds of :func:`dxrf.accumulate` with the same ``split_seed``).
+        Not together with ``split``.
     progress : bool, optional
 
     Returns
     -------
     list of ModelScores, one per stack (or, with ``split``, a pair of such
-    lists ``(train, validation)``).
+    lists ``(train, validation)``; with ``folds``, a list of ``k`` such lists).
     """
     models = list(models)
     if not models:
@@ -315,6 +331,9 @@ def score_models(
     if y is None:
         raise ValueError("y is required to score models")
     fraction, mask = check_split(split)
+    folds = check_int(folds, "folds", low=2, allow_none=True, what="an integer of at least 2")
+    if folds is not None and split is not None:
+        raise ValueError("give either split (a hold-out) or folds (k-fold), not both")
     if is_dask(X):
         X = check_dask_matrix(X, n_features=d.pop())
     else:
@@ -328,11 +347,13 @@ def score_models(
             mask = np.asarray(mask.compute() if is_dask(mask) else mask).reshape(-1)
             if mask.shape[0] != X.shape[0]:
                 raise ValueError(f"split has {mask.shape[0]} rows but X has {X.shape[0]}")
-    parts = 1 if fraction is None and mask is None else 2
-    cfg = _ScoreConfig(groups, _TILE_ROWS, fraction, split_seed, parts)
+    parts = folds if folds is not None else (1 if fraction is None and mask is None else 2)
+    cfg = _ScoreConfig(groups, _TILE_ROWS, fraction, split_seed, parts, folds)
     spec = Pass(
         block=_score_block, merge=_score_merge, finish=_score_finish, fixup=_score_fixup,
         tile_grids=(cfg.tile_rows,), partial_bytes=2 * 8 * parts * cfg.width,
     )
     out = run_pass(spec, X, (y, mask), (cfg,), progress=progress, names=("y", "split"))
+    if folds is not None:
+        return out
     return out[0] if parts == 1 else (out[0], out[1])

@@ -131,12 +131,14 @@ def test_fit_without_grid_options_runs_the_default_search(scheduler, datasets, t
     paths, *_ = datasets
     proc = run_dxrf("fit", paths["clf", "train"], "--out", str(tmp_path / "m"), "--scheduler", scheduler)
     assert proc.returncode == 0, proc.stderr
-    assert "165 configurations, 5-fold validation, scored by R^2 of the +-1 class columns" in proc.stdout
+    assert "165 configurations, 5-fold validation, scored by accuracy" in proc.stdout
+    assert "passes:       3 over the data" in proc.stdout  # the median's sample, the statistics, the scoring
     model = dxrf.load(tmp_path / "m")
     assert type(model).__name__ == "RandomFeatureClassifierCV"
     assert str(model.best_params_["bandwidth"]).startswith("median")
     test = dxrf.io.open_zarr(paths["clf", "test"])
     assert model.score(test.X.compute(), test.y.compute()) > 0.9
+    assert model.best_score_ == model.cv_results_["mean_test_accuracy"].max()
 
 
 @pytest.mark.parametrize(

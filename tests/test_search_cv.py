@@ -265,7 +265,8 @@ def test_grid_parsing():
         dxrf.RandomFeatureClassifierCV(bandwidths=[1.0, "median"], n_components=[20, 40], alphas=[1e-4, 1e-2],
                                        dtype="float64", cv=3, random_state=0),
         dxrf.RandomFeatureClassifierCV(bandwidths=["median"], n_components=[30], selections=["none", "lkrf"],
-                                       alphas=[1e-3], loss="logistic", dtype="float64", cv=0.3, random_state=0),
+                                       alphas=[1e-3], loss="logistic", scoring="accuracy", dtype="float64", cv=0.3,
+                                       random_state=0),
     ],
 )
 def test_sklearn_compatible(estimator, check):
@@ -331,3 +332,31 @@ def test_a_search_that_cannot_fit_the_workers_is_refused_before_the_pass(make_cl
         with pytest.raises(ValueError, match=r"needs about .* GiB per worker .* smallest worker's memory limit is 1.00 GiB"
                                              r".*n_candidates"):
             est.fit(X, y)
+
+
+def test_classifier_accuracy_scoring_equals_separate_fits():
+    """scoring="accuracy": one more pass scores every configuration; each equals its model fitted apart."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(1800, 3))
+    y = np.select([X[:, 0] > 0.6, X[:, 1] > 0.3], ["a", "b"], "c")  # three classes
+    mask = rng.random(1800) < 0.3
+    kw = dict(bandwidths=[0.7, 1.5], n_components=[15, 40], selections=["elss-top", "eerf"], lams=[1e-3],
+              alphas=[1e-4, 1e-2], n_candidates=80, dtype="float64", random_state=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        search = dxrf.RandomFeatureClassifierCV(cv=mask, scoring="accuracy", **kw).fit(X, y)
+        kfold = dxrf.RandomFeatureClassifierCV(cv=3, scoring="accuracy", **kw).fit(X, y)
+    res = search.cv_results_
+    assert search.n_passes_ == 2 and kfold.n_passes_ == 2 and kfold.n_splits_ == 3
+    np.testing.assert_array_equal(res["mean_test_score"], res["mean_test_accuracy"])
+    assert search.best_score_ == res["mean_test_accuracy"].max()
+    for i in {search.best_index_, 0, len(res["params"]) - 1, 9}:
+        p = res["params"][i]
+        base = dxrf.RandomFourierFeatures(80, bandwidth=res["bandwidth_value"][i], dtype="float64", random_state=3)
+        common = {"n_candidates": 80, "base": base, "random_state": 3}
+        sel = (dxrf.LeverageScoreSampler(p["n_components"], lam=p["lam"], method="top", **common)
+               if p["selection"] == "elss-top" else dxrf.EnergyScoreSelector(p["n_components"], **common))
+        ref = dxrf.RandomFeatureClassifier(sel, alpha=p["alpha"]).fit(X[~mask], y[~mask])
+        assert res["mean_test_accuracy"][i] == pytest.approx(ref.score(X[mask], y[mask]), abs=1.5 / mask.sum()), p
+    # the R^2 of the class columns is kept beside it
+    assert np.all(res["mean_test_r2"] < 1) and np.isfinite(res["mean_test_r2"]).all()

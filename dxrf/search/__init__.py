@@ -4,7 +4,7 @@ The estimators that run it are :class:`dxrf.RandomFeatureRidgeCV` and
 :class:`dxrf.RandomFeatureClassifierCV` (:mod:`dxrf.learners.search_cv`).
 """
 
-from .evaluate import fold_pairs, prefix, r2_scores, select_largest, validate_grid
+from .evaluate import GridErrors, fold_pairs, prefix, r2_scores, select_largest, validate_grid
 from .grid import SELECTIONS, BandwidthSpec, SearchGrid, Variant, check_grid, parse_bandwidth
 from .results import best_index, format_table, results_table, warn_at_edges
 
@@ -15,6 +15,7 @@ __all__ = [
     "Variant",
     "check_grid",
     "parse_bandwidth",
+    "GridErrors",
     "fold_pairs",
     "prefix",
     "r2_scores",

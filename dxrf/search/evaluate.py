@@ -17,6 +17,7 @@ For one bandwidth and one fold:
 
 from __future__ import annotations
 
+import dataclasses
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -27,7 +28,7 @@ from ..selection.select import select_features
 from ..stats import FeatureStats
 from .grid import SearchGrid, Variant
 
-__all__ = ["fold_pairs", "select_largest", "prefix", "r2_scores", "validate_grid"]
+__all__ = ["GridErrors", "fold_pairs", "select_largest", "prefix", "r2_scores", "validate_grid"]
 
 
 def fold_pairs(groups: tuple[FeatureStats, ...], kfold: bool) -> list[tuple[FeatureStats, FeatureStats]]:
@@ -93,6 +94,25 @@ def r2_scores(mse: np.ndarray, valid: FeatureStats) -> np.ndarray:
     return r2.mean(axis=1)
 
 
+@dataclasses.dataclass
+class GridErrors:
+    """What :func:`validate_grid` finds, per bandwidth.
+
+    Attributes
+    ----------
+    mse, r2 : lists of ndarrays of shape (folds, variants, len(M), len(alpha))
+    paths : dict or None
+        With ``keep_paths``: ``paths[b, f, v, i]`` is ``(index, scales, coefs,
+        intercepts)`` of bandwidth ``b``, fold ``f``, variant ``v`` and the
+        ``i``-th M: the selection and every alpha's solution, shapes ``(P, M, k)``
+        and ``(P, k)``, fitted on the fold's training rows.
+    """
+
+    mse: list
+    r2: list
+    paths: dict | None = None
+
+
 def validate_grid(
     per_bandwidth: list[list[tuple[FeatureStats, FeatureStats]]],
     grid: SearchGrid,
@@ -101,7 +121,8 @@ def validate_grid(
     task: str,
     fit_intercept: bool,
     rtol: float | None = None,
-) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    keep_paths: bool = False,
+) -> GridErrors:
     """Validation MSE and R^2 of every (fold, variant, M, alpha), for each bandwidth.
 
     Parameters
@@ -117,11 +138,14 @@ def validate_grid(
     rtol : float, optional
         Relative accuracy of the statistics: errors lost to their rounding
         are NaN (:func:`dxrf.learners.mse_from_stats`).
+    keep_paths : bool, default=False
+        Keep every selection and solution (to score them on data later).
 
     Returns
     -------
-    mse, r2 : lists, per bandwidth, of ndarrays of shape (folds, variants, len(M), len(alpha))
-        MSE averaged over outputs, and R^2 averaged over outputs (NaN where unknown).
+    GridErrors
+        MSE averaged over outputs, and R^2 averaged over outputs (NaN where
+        unknown), per bandwidth; the solutions with ``keep_paths``.
 
     Notes
     -----
@@ -135,10 +159,14 @@ def validate_grid(
     mse = [np.empty((len(pairs),) + shape) for pairs in per_bandwidth]
     r2 = [np.empty((len(pairs),) + shape) for pairs in per_bandwidth]
 
+    paths: dict | None = {} if keep_paths else None
+
     def path_errors(b: int, f: int, v: int, i: int, train: FeatureStats, valid: FeatureStats, idx, sc) -> None:
         path = ridge_path(train.subset(idx, sc), grid.alphas, valid.subset(idx, sc), fit_intercept, rtol=rtol)
         mse[b][f, v, i] = path.validation_mse.mean(axis=1)
         r2[b][f, v, i] = r2_scores(path.validation_mse, valid)
+        if paths is not None:
+            paths[b, f, v, i] = (idx, sc, path.coefs, path.intercepts)
 
     pending: list = []
     with ThreadPoolExecutor(max_workers=client_threads()) as pool:
@@ -158,4 +186,4 @@ def validate_grid(
                         pending.append(pool.submit(path_errors, b, f, v, i, train, valid, idx, sc))
         for t in pending:
             t.result()
-    return mse, r2
+    return GridErrors(mse, r2, paths)

@@ -12,16 +12,21 @@ from .grid import SearchGrid
 __all__ = ["results_table", "best_index", "warn_at_edges", "format_table"]
 
 
-def results_table(grid: SearchGrid, bandwidth_values: list[float], mse: list, r2: list) -> dict:
+def results_table(
+    grid: SearchGrid, bandwidth_values: list[float], mse: list, r2: list, accuracy: list | None = None
+) -> dict:
     """``cv_results_``: one entry per (bandwidth, variant, M, alpha), in that nesting order.
 
-    ``mse[b]`` and ``r2[b]`` have shape (folds, variants, M, alphas) for bandwidth ``b``.
+    ``mse[b]``, ``r2[b]`` (and ``accuracy[b]``) have shape (folds, variants,
+    M, alphas) for bandwidth ``b``. The test score is the R^2, or the
+    accuracy when it is given; both are also kept under their own names.
     """
     mse_all = np.stack(mse, axis=1)  # (F, B, V, M, P)
-    r2_all = np.stack(r2, axis=1)
     folds = mse_all.shape[0]
     mse_flat = mse_all.reshape(folds, -1)
-    r2_flat = r2_all.reshape(folds, -1)
+    r2_only = np.stack(r2, axis=1).reshape(folds, -1)
+    acc_flat = None if accuracy is None else np.stack(accuracy, axis=1).reshape(folds, -1)
+    r2_flat = r2_only if acc_flat is None else acc_flat
     params, bw, bwv, sel, lam, rho, ms, alphas = [], [], [], [], [], [], [], []
     for spec, value in zip(grid.bandwidths, bandwidth_values):
         for var in grid.variants:
@@ -56,9 +61,16 @@ def results_table(grid: SearchGrid, bandwidth_values: list[float], mse: list, r2
         # rank 1 is the best; ties share the lowest rank, and unknown (NaN) scores come last, as in scikit-learn
         "rank_test_score": rankdata(-np.nan_to_num(np.round(mean_score, 12), nan=-np.inf), method="min").astype(np.int32),
     }
+    named = {"r2": r2_only} if acc_flat is None else {"r2": r2_only, "accuracy": acc_flat}
+    if acc_flat is not None:
+        for name, values in named.items():
+            out[f"mean_test_{name}"] = values.mean(axis=0)
     for j in range(folds):
         out[f"split{j}_test_score"] = r2_flat[j]
         out[f"split{j}_validation_mse"] = mse_flat[j]
+        if acc_flat is not None:
+            for name, values in named.items():
+                out[f"split{j}_test_{name}"] = values[j]
     return out
 
 
