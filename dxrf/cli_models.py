@@ -412,7 +412,8 @@ def add_model_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     p.add_argument("--cv", type=_cv, default=None,
                    help="search with k folds (an integer) or a hold-out fraction, all from one pass (default 5)")
     p.add_argument("--validation", type=float, default=None, help="validation fraction")
-    p.add_argument("--standardize", action="store_true", help="standardise inputs with the stored statistics")
+    p.add_argument("--standardize", action=argparse.BooleanOptionalAction, default=True,
+                   help="standardise inputs with the stored column statistics (the model keeps them; default: on)")
     p.add_argument("--scale-y", action="store_true", help="scale a numeric y into [-1, 1]")
     p.add_argument("--dtype", choices=["float32", "float64"], default="float32")
     p.add_argument("--seed", type=int, default=0)
