@@ -16,9 +16,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ._validation import check_choice, check_dask_matrix, check_int, check_subset, is_dask
+from ._validation import check_choice, check_dask_matrix, check_subset, is_dask
 from .compensated import compensated_add
-from .engine import Pass, Rows, check_block, hashed_folds, hashed_split, run_pass
+from .engine import Pass, Rows, block_groups, check_block, group_rows, run_pass
 from .stats import check_split, resolve_kernel
 
 __all__ = ["LinearModels", "ModelScores", "score_models"]
@@ -206,13 +206,7 @@ class _ScoreConfig:
 
 def _tile_into(cfg: _ScoreConfig, X, y, mask, hi: np.ndarray, lo: np.ndarray) -> None:
     """Compensated add of one global tile's sums into the (parts, width) running sums."""
-    for part in range(cfg.parts):
-        if mask is None:
-            rows = slice(None)
-        elif mask.dtype == bool:
-            rows = ~mask if part == 0 else mask
-        else:  # fold labels
-            rows = mask == part
+    for part, rows in enumerate(group_rows(mask, cfg.parts)):
         Xp, yp = X[rows], y[rows]
         if Xp.shape[0] == 0:
             continue
@@ -225,21 +219,13 @@ def _tile_into(cfg: _ScoreConfig, X, y, mask, hi: np.ndarray, lo: np.ndarray) ->
         compensated_add(hi[part], lo[part], tile)
 
 
-def _block_mask(rows: Rows, n: int, mask, cfg: _ScoreConfig):
-    if cfg.folds is not None:
-        return hashed_folds(rows.start, rows.start + n, cfg.folds, cfg.seed)
-    if cfg.fraction is not None:
-        return hashed_split(rows.start, rows.start + n, cfg.fraction, cfg.seed)
-    return None if mask is None else np.asarray(mask, dtype=bool).reshape(-1)
-
-
 def _score_block(X, columns, rows: Rows, cfg: _ScoreConfig, running):
     y, mask = columns
     X = check_block(X, cfg.groups[0].kernel.n_features_in, rows.start)
     y = np.asarray(y, dtype=np.float64).reshape(X.shape[0], -1)
     if not np.isfinite(y).all():
         raise ValueError(f"y contains NaN or infinity (in rows {rows.start}..{rows.stop - 1})")
-    mask = _block_mask(rows, X.shape[0], mask, cfg)
+    mask = block_groups(rows.start, X.shape[0], mask, fraction=cfg.fraction, folds=cfg.folds, seed=cfg.seed)
     hi, lo = np.zeros((cfg.parts, cfg.width)), np.zeros((cfg.parts, cfg.width))
     fragments = {}
     for a_, b_, t, whole in rows.tiles(cfg.tile_rows):
@@ -330,10 +316,7 @@ def score_models(
         raise ValueError(f"the models' feature maps expect different numbers of input columns: {sorted(d)}")
     if y is None:
         raise ValueError("y is required to score models")
-    fraction, mask = check_split(split)
-    folds = check_int(folds, "folds", low=2, allow_none=True, what="an integer of at least 2")
-    if folds is not None and split is not None:
-        raise ValueError("give either split (a hold-out) or folds (k-fold), not both")
+    fraction, mask, folds = check_split(split, folds)
     if is_dask(X):
         X = check_dask_matrix(X, n_features=d.pop())
     else:

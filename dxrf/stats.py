@@ -253,15 +253,18 @@ def resolve_kernel(features: object, X: np.ndarray | da.Array | None = None) -> 
 
 
 
-def check_split(split: object) -> tuple[float | None, object]:
-    """``(fraction, mask)`` from a pass's ``split`` argument: a fraction in (0, 1) or a boolean mask."""
+def check_split(split: object, folds: object = None) -> tuple[float | None, object, int | None]:
+    """``(fraction, mask, folds)`` from a pass's ``split`` (a fraction in (0, 1) or a boolean mask) and ``folds``."""
+    folds = check_int(folds, "folds", low=2, allow_none=True, what="an integer of at least 2")
+    if folds is not None and split is not None:
+        raise ValueError("give either split (a hold-out) or folds (k-fold), not both")
     if split is None:
-        return None, None
+        return None, None, folds
     if not hasattr(split, "shape"):
-        return check_fraction(split, "split", what="a fraction in (0, 1) or a boolean mask"), None
+        return check_fraction(split, "split", what="a fraction in (0, 1) or a boolean mask"), None, None
     if np.dtype(split.dtype) != np.dtype(bool):
         raise TypeError(f"split mask must be boolean, got dtype {split.dtype}")
-    return None, split
+    return None, split, None
 
 
 def accumulate(
@@ -358,10 +361,7 @@ def accumulate(
         raise ValueError(f"the feature maps expect different numbers of input columns: {sorted(d)}")
     tile_rows = check_int(tile_rows, "tile_rows", allow_none=True, what="a positive integer")
     split_every = check_int(split_every, "split_every", low=2, allow_none=True, what="an integer of at least 2")
-    fraction, mask = check_split(split)
-    folds = check_int(folds, "folds", low=2, allow_none=True, what="an integer of at least 2")
-    if folds is not None and split is not None:
-        raise ValueError("give either split (a hold-out) or folds (k-fold), not both")
+    fraction, mask, folds = check_split(split, folds)
 
     if not is_dask(X):
         X = np.asarray(X)

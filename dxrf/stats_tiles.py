@@ -16,7 +16,7 @@ import numpy as np
 from ._buffers import thread_buffer
 from ._device import array_module, kernel_on, to_host
 from .compensated import CompensatedSums, packed_size
-from .engine import Pass, Rows, check_block, check_columns, hashed_folds, hashed_split
+from .engine import Pass, Rows, block_groups, check_block, check_columns, group_rows
 from .features.kernel import FeatureKernel
 from .options import get_options
 
@@ -91,8 +91,7 @@ class TileWorker:
         if mask is None:
             self._add_rows(0, X, Y)
             return
-        groups = (~mask, mask) if mask.dtype == bool else (mask == g for g in range(len(self.sums)))
-        for g, rows in enumerate(groups):
+        for g, rows in enumerate(group_rows(mask, len(self.sums))):
             if rows.any():
                 self._add_rows(g, X[rows], None if Y is None else Y[rows])
 
@@ -171,17 +170,6 @@ class StatsConfig:
                 self.folds)
 
 
-def _block_mask(rows: Rows, n: int, mask, cfg: StatsConfig):
-    """The block's row groups: a validation mask, fold labels, or None."""
-    if cfg.folds is not None:
-        return hashed_folds(rows.start, rows.start + n, cfg.folds, cfg.seed)
-    if cfg.fraction is not None:
-        return hashed_split(rows.start, rows.start + n, cfg.fraction, cfg.seed)
-    if mask is not None:
-        return to_host(mask).astype(bool, copy=False).reshape(-1)
-    return None
-
-
 def _stats_block(X, columns, rows: Rows, cfg: StatsConfig, running):
     """Add one row chunk's whole tiles, for every kernel, into the lane's running sums.
 
@@ -194,7 +182,7 @@ def _stats_block(X, columns, rows: Rows, cfg: StatsConfig, running):
     y, mask = columns
     X, Y = check_stats_block(X, y, cfg.kernels[0], rows.start)
     xp = array_module(X)
-    mask = _block_mask(rows, X.shape[0], mask, cfg)
+    mask = block_groups(rows.start, X.shape[0], mask, fraction=cfg.fraction, folds=cfg.folds, seed=cfg.seed)
     k = None if Y is None else Y.shape[1]
     out = {} if running is None else running
     fragments: dict = {}

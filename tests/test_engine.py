@@ -299,3 +299,36 @@ def test_bench_tile_smoke(tmp_path):
     (run,) = res["runs"]
     assert 0.0 < run["outside_syrk"] < 1.0 and run["seconds"]["syrk"] > 0
     assert (tmp_path / "bench-tile.json").exists()
+
+
+def test_folds_are_groups_of_both_passes_and_chunking_invariant(data, zarr_paths, client):
+    """k hashed folds, summed apart in one read: each fold equals a pass with that fold as its validation
+    mask (statistics bitwise, scores to rounding), whatever the chunking, from zarr on a cluster."""
+    from dxrf.engine import hashed_folds
+
+    X, y = data
+    paths, _ = zarr_paths
+    fmap = dxrf.RandomFourierFeatures(40, bandwidth=1.0, dtype="float64", random_state=0).fit(X)
+    labels = hashed_folds(0, N, 3, 9)
+    assert sorted(np.unique(labels)) == [0, 1, 2]
+    coef = np.random.default_rng(0).normal(size=(4, 40, 1))
+    models = [LinearModels(fmap, coef)]
+    results = []
+    for rows in (300, 1777):
+        Xz = da.from_zarr(paths[rows])
+        folds = accumulate(Xz, y, fmap, folds=3, split_seed=9)
+        scores = score_models(Xz, y, models, folds=3, split_seed=9)
+        for j in range(3):
+            _, valid = accumulate(Xz, y, fmap, split=labels == j)
+            for field in FIELDS:
+                np.testing.assert_array_equal(getattr(folds[j], field), getattr(valid, field))
+            _, ref = score_models(Xz, y, models, split=labels == j)
+            np.testing.assert_allclose(scores[j][0].mse, ref[0].mse, rtol=1e-12)
+            assert scores[j][0].n == ref[0].n == int((labels == j).sum())
+        results.append((folds, scores))
+    for a, b in zip(results[0][0], results[1][0]):
+        np.testing.assert_array_equal(a.gram, b.gram)
+    with pytest.raises(ValueError, match="either split .* or folds"):
+        accumulate(X, y, fmap, split=0.2, folds=3)
+    with pytest.raises(ValueError, match="folds must be an integer of at least 2"):
+        score_models(X, y, models, folds=1)

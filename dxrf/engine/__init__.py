@@ -18,7 +18,7 @@ from .maps import map_rows
 from .reduce import MERGE_BYTES, fan_in, tree_reduce
 from .run import LocalPool, Pass, run_pass
 from .ship import ship
-from .split import hashed_folds, hashed_split
+from .split import block_groups, group_rows, hashed_folds, hashed_split
 
 __all__ = [
     "MERGE_BYTES",
@@ -30,6 +30,8 @@ __all__ = [
     "check_columns",
     "cut_tiles",
     "fan_in",
+    "block_groups",
+    "group_rows",
     "hashed_folds",
     "hashed_split",
     "map_rows",

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["hashed_split", "hashed_folds"]
+from .._device import to_host
+
+__all__ = ["hashed_split", "hashed_folds", "block_groups", "group_rows"]
 
 
 def _splitmix64(x: np.ndarray) -> np.ndarray:
@@ -42,3 +44,32 @@ def hashed_folds(start: int, stop: int, n_folds: int, seed: int = 0) -> np.ndarr
     """
     u = _row_uniforms(start, stop, seed)
     return np.minimum((u * n_folds).astype(np.intp), n_folds - 1)
+
+
+def block_groups(start: int, n: int, column: object, *, fraction: float | None, folds: int | None, seed: int):
+    """The row group of each row of a block: fold labels, a validation mask, or None (one group).
+
+    Hashed folds (``folds``) or a hashed split (``fraction``) from the global
+    row indices ``start .. start + n - 1``; else the block of a given boolean
+    validation ``column`` (brought to the host); else None.
+    """
+    if folds is not None:
+        return hashed_folds(start, start + n, folds, seed)
+    if fraction is not None:
+        return hashed_split(start, start + n, fraction, seed)
+    if column is not None:
+        return to_host(column).astype(bool, copy=False).reshape(-1)
+    return None
+
+
+def group_rows(groups: object, n_groups: int) -> list:
+    """Row selectors of each group of :func:`block_groups`' result, in group order.
+
+    None: every row (one group); a boolean mask: training rows (False), then
+    validation rows (True); fold labels: the rows of fold 0, 1, ...
+    """
+    if groups is None:
+        return [slice(None)]
+    if groups.dtype == bool:
+        return [~groups, groups]
+    return [groups == g for g in range(n_groups)]
