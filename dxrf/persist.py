@@ -20,12 +20,14 @@ import numpy as np
 import zarr
 
 from ._files import atomic_directory
+from .io.integrity import IntegrityError, array_options, verify
+from .persist_schema import check_fitted_names, check_fitted_values
 from .features.kernel import FeatureKernel
 from .stats import FeatureStats
 
 __all__ = ["FORMAT_VERSION", "save", "load", "SaveMixin", "ModelFormatError"]
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: checksummed arrays, declared fitted attributes
 MARKER = "dxrf_model_format"
 _KERNEL_ARRAYS = ("scale", "W", "b", "signs", "norms")
 _STATS_ARRAYS = ("gram", "sum", "cross", "ysum", "yy")
@@ -65,7 +67,11 @@ class _Writer:
             raise TypeError(f"cannot save an array of dtype {a.dtype}")
         name = f"a{self.count}"
         self.count += 1
-        arr = self.group.create_array(name, shape=a.shape, dtype=a.dtype, chunks=a.shape or None, fill_value=0)
+        # stored whole, uncompressed and checksummed: the reader can check a chunk's size before reading it
+        arr = self.group.create_array(
+            name, shape=a.shape, dtype=a.dtype, chunks=tuple(max(s, 1) for s in a.shape) or None, fill_value=0,
+            **array_options(),
+        )
         if a.size:
             arr[...] = a
         return {"__array__": name, "shape": list(a.shape), "dtype": str(a.dtype)}
@@ -118,10 +124,14 @@ def _write_estimator(w: _Writer, est: Any) -> None:
         raise TypeError(f"only dxrf estimators can be saved, got {type(est).__module__}.{name}")
     params = {k: w.value(v, f"parameter {k}") for k, v in est.get_params(deep=False).items()}
     skip = set(getattr(est, "_persist_exclude", ()))
+    names = [k for k in vars(est) if k.endswith("_") and not k.startswith("_") and k not in skip]
+    try:
+        check_fitted_names(type(est), names, f"cannot save {name}")
+    except ModelFormatError as exc:
+        raise TypeError(str(exc)) from None
     fitted = {}
-    for key, val in vars(est).items():
-        if key.endswith("_") and not key.startswith("_") and key not in skip:
-            fitted[key] = w.value(val, f"attribute {key}")
+    for key in names:
+        fitted[key] = w.value(vars(est)[key], f"attribute {key}")
     w.group.attrs.update({"class": name, "params": params, "fitted": fitted})
 
 
@@ -186,6 +196,10 @@ class _Reader:
         if str(arr.dtype) != dtype:
             raise ModelFormatError(f"{self.where}: array {name!r} has dtype {arr.dtype}, the model expects {dtype}")
         try:
+            verify(arr, None, f"{self.where}: array {name!r}", exact_size=True)
+        except IntegrityError as exc:
+            raise ModelFormatError(str(exc)) from None
+        try:
             return np.asarray(arr[...])
         except Exception as exc:  # a corrupt chunk: codec errors are RuntimeErrors
             raise ModelFormatError(f"{self.where}: array {name!r} cannot be read: {exc}") from None
@@ -221,6 +235,9 @@ class _Reader:
         if spec is None:
             raise ModelFormatError(f"{self.where}: description missing")
         arrays = {k: None if spec.get(k) is None else self.array(spec[k]) for k in (_KERNEL_ARRAYS if tag == "__kernel__" else _STATS_ARRAYS)}
+        for k, a in arrays.items():
+            if a is not None and (a.dtype.kind not in "biuf" or not np.isfinite(a).all()):
+                raise ModelFormatError(f"{self.where}: the {tag.strip('_')}'s array {k!r} is not all finite numbers")
         try:
             if tag == "__kernel__":
                 return FeatureKernel(
@@ -243,8 +260,18 @@ def _read_estimator(r: _Reader) -> Any:
         est = cls(**params)
     except (KeyError, TypeError) as exc:
         raise ModelFormatError(f"{r.where}: cannot rebuild {name}: {exc}") from None
-    for key, val in attrs.get("fitted", {}).items():
+    if hasattr(est, "_check_params"):
+        try:  # the stored parameters are checked as fit checks them
+            est._check_params()
+        except (ValueError, TypeError) as exc:
+            raise ModelFormatError(f"{r.where}: invalid stored parameter of {name}: {exc}") from None
+    fitted = attrs.get("fitted", {})
+    if not isinstance(fitted, dict):
+        raise ModelFormatError(f"{r.where}: 'fitted' must be a mapping of attribute names")
+    check_fitted_names(cls, fitted, r.where)  # before any array is read
+    for key, val in fitted.items():
         setattr(est, key, r.value(val))
+    check_fitted_values(est, r.where)
     kernel = getattr(est, "kernel_", None)
     n_in = getattr(est, "n_features_in_", None)
     if isinstance(kernel, FeatureKernel):
@@ -258,6 +285,19 @@ def _read_estimator(r: _Reader) -> Any:
         except ModelFormatError as exc:
             raise ModelFormatError(f"{r.where}: {exc}") from None
     return est
+
+
+def _refuse_links(root: Path) -> None:
+    """dxrf writes no links: one inside a model group could make it read files outside it."""
+    # the group itself may be reached through a link the user made (os.walk follows the top); its contents may not
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        for entry in (*dirnames, *filenames):
+            full = Path(dirpath) / entry
+            if full.is_symlink():
+                raise ModelFormatError(
+                    f"{str(root)!r} contains the link {str(full.relative_to(root))!r} -> {os.readlink(full)!r}; "
+                    "dxrf model files hold no links"
+                )
 
 
 def load(path: str | os.PathLike, *, with_metadata: bool = False) -> Any:
@@ -274,6 +314,7 @@ def load(path: str | os.PathLike, *, with_metadata: bool = False) -> Any:
     p = Path(path)
     if not (p / "zarr.json").is_file():
         raise ModelFormatError(f"{str(path)!r} is not a dxrf model (no zarr group there)")
+    _refuse_links(p)
     try:
         root = zarr.open_group(str(p), mode="r")
     except Exception as exc:  # zarr raises several types for corrupt metadata

@@ -72,7 +72,7 @@ def check_mixed(dest: Path, df: pd.DataFrame, fmt: str) -> None:
     assert ds.target == "label"
     assert ds.classes == ["no", "yes"]
     assert ds.attrs["format"] == fmt
-    assert ds.attrs["dxrf_format"] == 1
+    assert ds.attrs["dxrf_format"] == 2
     assert ds.attrs["n_rows"] == len(df)
     assert ds.attrs["levels"] == {"colour": ["blue", "green", "red"]}
     assert ds.attrs["class_counts"] == [int((y_exp == 0).sum()), int((y_exp == 1).sum())]
@@ -536,6 +536,9 @@ def test_open_zarr_errors(tmp_path):
         open_zarr(tmp_path / "plain.zarr")
     g = zarr.open_group(str(tmp_path / "nox.zarr"), mode="w")
     g.attrs["dxrf_format"] = 1
+    with pytest.raises(ValueError, match=r"nox.zarr.*dxrf_format 1; this version reads 2.*ingest it again"):
+        open_zarr(tmp_path / "nox.zarr")
+    g.attrs.update(dxrf_format=2, arrays={})
     with pytest.raises(ValueError, match=r"nox.zarr.*array 'X' is missing"):
         open_zarr(tmp_path / "nox.zarr")
     write_zarr(np.ones((4, 2)), tmp_path / "noy.zarr")

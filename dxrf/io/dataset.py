@@ -15,7 +15,9 @@ from typing import Any
 import dask.array as da
 import numpy as np
 import zarr
+from dask.base import tokenize
 
+from .integrity import IntegrityError, checked_reader, describe, verify
 from .layout import DXRF_FORMAT
 
 
@@ -154,6 +156,20 @@ class ZarrDataset:
         return X, y
 
 
+def _name(what: str, arr: zarr.Array, path: str) -> str:
+    """A dask key for a stored array: its path, what it is and its metadata (so a rewrite gets new keys)."""
+    return f"dxrf-{what}-" + tokenize(path, what, describe(arr), arr.metadata.to_dict())
+
+
+def _check_codes(block: np.ndarray, n_classes: int, path: str, block_id: tuple[int, ...] | None = None) -> np.ndarray:
+    """Class codes must index the stored classes; a tampered code must not be read as a class."""
+    if block.size and (block.min() < 0 or block.max() >= n_classes):
+        bad = block[(block < 0) | (block >= n_classes)][0]
+        chunk = "?" if block_id is None else block_id[0]
+        raise IntegrityError(f"{path!r}: array 'y' chunk {chunk} holds the class code {int(bad)}, outside 0..{n_classes - 1}")
+    return block
+
+
 def open_zarr(
     path: str | os.PathLike, *, standardize: bool = False, scale_y: bool = False
 ) -> ZarrDataset:
@@ -199,51 +215,75 @@ def open_zarr(
     if "dxrf_format" not in attrs:
         raise ValueError(f"{spath!r} is not a dxrf group: attribute 'dxrf_format' is missing")
     if attrs["dxrf_format"] != DXRF_FORMAT:
-        raise ValueError(f"{spath!r} has dxrf_format {attrs['dxrf_format']!r}; this version reads {DXRF_FORMAT}")
+        raise ValueError(
+            f"{spath!r} has dxrf_format {attrs['dxrf_format']!r}; this version reads {DXRF_FORMAT} "
+            "(format 2 adds chunk checksums): ingest it again"
+        )
+    record = attrs.get("arrays")
+    if not isinstance(record, dict):
+        raise IntegrityError(f"{spath!r}: the attribute 'arrays' (the writer's record of its arrays) is missing or malformed")
     arrays = {}
     # member by member (listing the group would read all members' metadata concurrently)
     for name in ("X", "y", "x_mean", "x_std"):
         try:
             node = group[name]
         except KeyError:
+            if name in record:
+                raise IntegrityError(f"{spath!r}: array {name!r} is missing, but its writer recorded it") from None
             continue
         except Exception as exc:  # zarr raises many types (JSON, codec, shape errors) for corrupt metadata
             raise ValueError(f"{spath!r} has corrupt array metadata: array {name!r}: {exc}") from exc
         if not isinstance(node, zarr.Array):
             raise ValueError(f"{spath!r}: {name!r} is not an array")
-        if node.dtype.kind not in "biuf":
-            raise ValueError(f"{spath!r}: array {name!r} has the unsupported dtype {node.dtype}")
+        if name not in record:
+            raise IntegrityError(f"{spath!r}: array {name!r} is not in its writer's record (an array was added)")
         arrays[name] = node
     for name in ("X", "x_mean", "x_std"):
         if name not in arrays:
             raise ValueError(f"{spath!r} is not a complete dxrf group: array {name!r} is missing")
     zx = arrays["X"]
-    if zx.ndim != 2:
-        raise ValueError(f"{spath!r}: array 'X' must be 2-d, got shape {zx.shape}")
+    if zx.ndim != 2 or zx.dtype != np.float32:
+        raise IntegrityError(f"{spath!r}: array 'X' must be 2-d float32, got shape {zx.shape} and dtype {zx.dtype}")
     columns = attrs.get("columns", [])
     if not isinstance(columns, list):
         raise ValueError(f"{spath!r}: attribute 'columns' must be a list of names, got {columns!r}")
     if len(columns) != zx.shape[1]:
         raise ValueError(f"{spath!r}: {len(columns)} column names for {zx.shape[1]} columns of X")
-    if "y" in arrays and arrays["y"].shape[:1] != zx.shape[:1]:
+    if attrs.get("n_rows") != zx.shape[0]:
+        raise IntegrityError(f"{spath!r}: array 'X' has {zx.shape[0]} rows but the group records n_rows={attrs.get('n_rows')!r}")
+    for name, node in arrays.items():  # after the cheap checks: this lists the store
+        verify(node, record[name], f"{spath!r}: array {name!r}")
+    if "y" in arrays and arrays["y"].shape != zx.shape[:1]:
         raise ValueError(f"{spath!r}: array 'y' has shape {arrays['y'].shape} for {zx.shape[0]} rows of X")
+    classes = attrs.get("classes")
+    if "y" in arrays:
+        want = np.int32 if isinstance(classes, list) else np.float32
+        if arrays["y"].dtype != want:
+            raise IntegrityError(f"{spath!r}: array 'y' has dtype {arrays['y'].dtype}, expected {np.dtype(want)} for this task")
     for name in ("x_mean", "x_std"):
         if arrays[name].shape != (zx.shape[1],):
             raise ValueError(f"{spath!r}: array {name!r} has shape {arrays[name].shape}, expected ({zx.shape[1]},)")
-    X = da.from_zarr(zx)
-    y = da.from_zarr(arrays["y"]) if "y" in arrays else None
+    X = da.from_array(checked_reader(zx, f"{spath!r}: array 'X'"), chunks=zx.chunks, name=_name("X", zx, spath))
+    y = None
+    if "y" in arrays:
+        zy = arrays["y"]
+        y = da.from_array(checked_reader(zy, f"{spath!r}: array 'y'"), chunks=zy.chunks, name=_name("y", zy, spath))
+        if isinstance(classes, list):
+            y = y.map_blocks(_check_codes, len(classes), spath, dtype=zy.dtype)
     try:
         x_mean = np.asarray(arrays["x_mean"][:], dtype=np.float64)
         x_std = np.asarray(arrays["x_std"][:], dtype=np.float64)
     except Exception as exc:  # a corrupt chunk: codec errors are RuntimeErrors
         raise ValueError(f"{spath!r}: cannot read the column statistics: {exc}") from exc
+    if not (np.isfinite(x_mean).all() and np.isfinite(x_std).all() and (x_std > 0).all()):
+        raise IntegrityError(f"{spath!r}: the stored column statistics x_mean / x_std are not finite, or x_std is not positive")
     ds = ZarrDataset(
         path=spath,
         X=X,
         y=y,
         attrs=attrs,
         columns=list(columns),
-        classes=attrs.get("classes"),
+        classes=classes,
         x_mean=x_mean,
         x_std=x_std,
         target=attrs.get("target"),

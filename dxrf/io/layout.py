@@ -18,13 +18,13 @@ import numpy as np
 import zarr
 
 #: Version of the on-disk layout, stored in the ``dxrf_format`` attribute.
-DXRF_FORMAT = 1
+DXRF_FORMAT = 2  # 2: crc32c chunks, every chunk stored, array records in 'arrays'
 
 # Attributes the writer computes itself; user attributes may not replace them.
 _RESERVED_ATTRS = frozenset(
     {
         "dxrf_format", "columns", "target", "task", "classes", "class_counts", "n_rows",
-        "n_dropped", "chunk_rows", "y_min", "y_max", "y_mean", "y_std",
+        "n_dropped", "chunk_rows", "y_min", "y_max", "y_mean", "y_std", "arrays",
     }
 )
 

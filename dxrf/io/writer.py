@@ -18,6 +18,7 @@ import numpy as np
 import zarr
 
 from .labels import _row
+from .integrity import array_options, describe
 from .layout import _RESERVED_ATTRS, DXRF_FORMAT, _json_value, default_compressor
 
 
@@ -118,8 +119,9 @@ class _ZarrWriter:
             shape=(0, self.d),
             dtype="float32",
             chunks=(chunk_rows, self.d),
-            compressors=default_compressor(),
+            fill_value=np.nan,  # a chunk lost after the checks reads as NaN, never as plausible zeros
             dimension_names=("row", "column"),
+            **array_options(default_compressor()),
         )
         self.y = None
         if task is not None:
@@ -128,8 +130,9 @@ class _ZarrWriter:
                 shape=(0,),
                 dtype="float32" if task == "regression" else "int32",
                 chunks=(chunk_rows,),
-                compressors=default_compressor(),
+                fill_value=np.nan if task == "regression" else -1,
                 dimension_names=("row",),
+                **array_options(default_compressor()),
             )
         self.x_moments = _Moments(self.d)
         self.y_moments = _Moments(1)
@@ -235,8 +238,9 @@ class _ZarrWriter:
         if self.n_written == 0:
             dropped = f" ({self.n_dropped} rows dropped by nan_policy='drop')" if self.n_dropped else ""
             raise ValueError("no rows to write" + dropped)
-        self.group.create_array("x_mean", data=self.x_moments.mean.copy())
-        self.group.create_array("x_std", data=_safe_std(self.x_moments.std))
+        for name, values in (("x_mean", self.x_moments.mean.copy()), ("x_std", _safe_std(self.x_moments.std))):
+            arr = self.group.create_array(name, shape=values.shape, dtype=values.dtype, **array_options())
+            arr[...] = values
         out: dict[str, Any] = {k: v for k, v in attrs.items() if k not in _RESERVED_ATTRS}
         out.update(
             dxrf_format=DXRF_FORMAT,
@@ -246,6 +250,8 @@ class _ZarrWriter:
             n_rows=self.n_written,
             n_dropped=self.n_dropped,
             chunk_rows=self.chunk_rows,
+            # the root metadata is published last: it vouches for every array's shape, dtype and chunks
+            arrays={name: describe(self.group[name]) for name in ("X", "y", "x_mean", "x_std") if name in self.group},
         )
         if self.task == "regression":
             out.update(

@@ -114,6 +114,16 @@ class RandomFeatureClassifier(_RidgeSolveMixin, ClassifierMixin, RandomFeatureMo
         self.validation_seed = validation_seed
         self.random_state = random_state
 
+    def _check_params(self) -> np.ndarray | None:
+        """Validate the parameters (also run on a loaded model); return the alpha grid or None."""
+        check_choice(self.loss, "loss", LOSSES)
+        grid = check_alphas(self.alpha, self.alphas)
+        if self.loss == "logistic" and grid is not None:
+            raise ValueError("alphas (a one-pass penalty path) is available for loss='squared'; for logistic use alpha")
+        if self.loss == "logistic" and self.alpha <= 0:
+            raise ValueError(f"alpha must be positive for loss='logistic', got {self.alpha!r}")
+        return grid
+
     def fit(self, X: np.ndarray | da.Array, y: np.ndarray | da.Array) -> RandomFeatureClassifier:
         """Fit the classifier.
 
@@ -127,12 +137,7 @@ class RandomFeatureClassifier(_RidgeSolveMixin, ClassifierMixin, RandomFeatureMo
         -------
         self
         """
-        check_choice(self.loss, "loss", LOSSES)
-        grid = check_alphas(self.alpha, self.alphas)
-        if self.loss == "logistic" and grid is not None:
-            raise ValueError("alphas (a one-pass penalty path) is available for loss='squared'; for logistic use alpha")
-        if self.loss == "logistic" and self.alpha <= 0:
-            raise ValueError(f"alpha must be positive for loss='logistic', got {self.alpha!r}")
+        grid = self._check_params()
         X, T = self._class_targets(X, y)
         if self.loss == "squared":
             validation = self.validation if self.validation is not None else (0.2 if grid is not None else None)

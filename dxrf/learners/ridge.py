@@ -20,6 +20,18 @@ def check_alphas(alpha: object, alphas: object) -> np.ndarray | None:
     return None if alphas is None else check_alpha_grid(alphas)
 
 
+def check_class_outputs(model: object, k: int) -> None:
+    """A loaded classifier's coefficients must have one output for two classes, else one per class."""
+    classes = getattr(model, "classes_", None)
+    if classes is None:
+        return
+    from ..persist import ModelFormatError
+
+    want = 1 if len(classes) == 2 else len(classes)
+    if k != want:
+        raise ModelFormatError(f"the coefficients have {k} output(s) but {len(classes)} classes need {want}")
+
+
 class _RidgeSolveMixin:
     """Choose alpha on validation statistics and solve; shared by the ridge regressor and classifier."""
 
@@ -36,6 +48,7 @@ class _RidgeSolveMixin:
         k = 1 if coef.ndim == 1 else coef.shape[0]
         if np.size(getattr(self, "intercept_", 0.0)) != k:
             raise ModelFormatError(f"intercept_ has {np.size(self.intercept_)} values for {k} output(s)")
+        check_class_outputs(self, k)
 
     def _solve_on_stats(self, train: FeatureStats, valid: FeatureStats | None, grid: np.ndarray | None) -> np.ndarray:
         """Set alpha_, alphas_, validation_errors_, coef (M, k) and intercept (k,); return coef."""
@@ -153,12 +166,16 @@ class RandomFeatureRidge(_RidgeSolveMixin, RegressorMixin, RandomFeatureModel):
         -------
         self
         """
-        grid = check_alphas(self.alpha, self.alphas)
+        grid = self._check_params()
         X, y = self._regression_targets(X, y)
         validation = self.validation if self.validation is not None else (0.2 if grid is not None else None)
         train, valid = self._features_pass(X, y, validation=validation, validation_seed=self.validation_seed)
         self._set_regression_coef(self._solve_on_stats(train, valid, grid), y.ndim == 1)
         return self
+
+    def _check_params(self) -> np.ndarray | None:
+        """Validate the parameters (also run on a loaded model); return the alpha grid or None."""
+        return check_alphas(self.alpha, self.alphas)
 
     def _set_regression_coef(self, coef: np.ndarray, one_d: bool) -> None:
         """``coef_`` (M,) or (k, M) and ``intercept_`` from a solution of shape (M, k)."""

@@ -147,12 +147,19 @@ class _SearchCV:
             return EnergyScoreSelector(m, **kw)
         return KernelAlignmentSelector(m, rho=variant.rho, method=variant.method, **kw)
 
-    def _search(self, X: np.ndarray | da.Array, T: np.ndarray | da.Array, classes: np.ndarray | None) -> tuple:
-        """Run the pass and the search; set the search's attributes. Returns the refit's statistics and kernel."""
-        grid: SearchGrid = check_grid(
+    def _check_params(self) -> SearchGrid:
+        """Validate the parameters (also run on a loaded model); return the grid."""
+        if hasattr(self, "loss"):
+            check_choice(self.loss, "loss", LOSSES)
+            check_choice(self.scoring, "scoring", SCORINGS)
+        check_bool(self.fit_intercept, "fit_intercept")
+        return check_grid(
             self.bandwidths, self.n_components, self.selections, self.lams, self.rhos, self.alphas, self.n_candidates
         )
-        check_bool(self.fit_intercept, "fit_intercept")
+
+    def _search(self, X: np.ndarray | da.Array, T: np.ndarray | da.Array, classes: np.ndarray | None) -> tuple:
+        """Run the pass and the search; set the search's attributes. Returns the refit's statistics and kernel."""
+        grid = self._check_params()
         kind, cv = check_cv(self.cv, X.shape[0])
         seed = _resolve_seed(self.random_state)
         passes = 0
@@ -465,8 +472,7 @@ class RandomFeatureClassifierCV(_SearchCV, RandomFeatureClassifier):
         -------
         self
         """
-        check_choice(self.loss, "loss", LOSSES)
-        check_choice(self.scoring, "scoring", SCORINGS)
+        self._check_params()
         X, T = self._class_targets(X, y)
         stats, kernel = self._search(X, T, self.classes_)
         if self.loss == "squared":

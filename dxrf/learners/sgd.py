@@ -310,6 +310,15 @@ class _BaseSGD(RandomFeatureModel):
             from ..persist import ModelFormatError
 
             raise ModelFormatError(f"coef_ has {coef.shape[0]} rows but the feature kernel has {kernel.n_components} features")
+        if coef is not None:
+            from .ridge import check_class_outputs
+
+            k = 1 if np.ndim(coef) == 1 else np.shape(coef)[1]
+            if np.size(getattr(self, "intercept_", 0.0)) != k:
+                from ..persist import ModelFormatError
+
+                raise ModelFormatError(f"intercept_ has {np.size(self.intercept_)} values for {k} output(s)")
+            check_class_outputs(self, k)
 
 
 _REFERENCES = """

@@ -195,6 +195,13 @@ class _BaseSelector(KernelTransformer):
     def _check_selection_params(self) -> None:
         """Validate the selection parameters (those not checked by _resolve_sizes)."""
 
+    def _check_params(self) -> None:
+        """Validate all parameters without data (also run on a loaded selector)."""
+        self._check_selection_params()
+        if hasattr(self, "method"):
+            self._check_method()
+        self._resolve_sizes(getattr(self, "method", "sample"))
+
     def _set_selection(self, base: object, stats: FeatureStats, selection: Selection) -> None:
         self.candidates_ = base
         self.candidate_stats_ = stats
