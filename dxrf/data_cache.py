@@ -308,11 +308,14 @@ def _download(f: DataFile, name: str, url: str, dest: Path) -> None:
                         got += len(block)
                         if got > f.size:
                             raise DataFetchError(
-                                f"data set {name!r}: {url} sent more than the {f.size} bytes of {f.path}; "
-                                f"nothing was kept{_needs_mirror(f)}"
+                                f"data set {name!r}: {f.path} from {url} is longer than the {f.size} bytes "
+                                f"expected; nothing was kept; {hint}"
                             )
                         h.update(block)
                         out.write(block)
+                    # read(n) returns b"" on a dropped connection: compare with the announced length
+                    if getattr(resp, "length", None):
+                        raise http.client.IncompleteRead(b"", resp.length)
             except (urllib.error.URLError, http.client.HTTPException, TimeoutError, ConnectionError) as exc:
                 reason = getattr(exc, "reason", None) or exc
                 raise DataFetchError(
