@@ -48,9 +48,7 @@ def _cmd_fetch(args: argparse.Namespace) -> int:
         if tty:
             print(line, file=sys.stderr, flush=True)
 
-    results = []
-    for name in args.names:
-        results += data_cache.fetch(name, progress=progress)
+    results = data_cache.fetch(args.names, progress=progress)
     for r in results:
         print(f"{r.name}\t{r.file.path}\t{r.file.size}\t{r.action}\t{r.path}")
     return 0

@@ -35,13 +35,13 @@ import tempfile
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
 
 __all__ = [
-    "DataFetchError", "DataFile", "cache_dir", "fetch", "files", "locate", "missing_message", "names",
-    "search_dirs", "status", "url_for",
+    "DataFetchError", "DataFile", "FetchResult", "FileStatus", "cache_dir", "discovered_dir", "fetch", "files",
+    "locate", "missing_message", "names", "search_dirs", "status", "url_for",
 ]
 
 _BLOCK = 1 << 20
@@ -349,8 +349,8 @@ class FetchResult:
     url: str | None
 
 
-def fetch(name: str, *, progress: Callable[[str], None] | None = None) -> list[FetchResult]:
-    """Download the missing files of a data set (or ``"all"``) into :func:`cache_dir`.
+def fetch(name: str | Sequence[str], *, progress: Callable[[str], None] | None = None) -> list[FetchResult]:
+    """Download the missing files of data sets (or ``"all"``) into :func:`cache_dir`.
 
     A file already found by :func:`locate` whose size and SHA-256 match the
     manifest is left as is. Every download streams into a temporary file in
@@ -359,8 +359,9 @@ def fetch(name: str, *, progress: Callable[[str], None] | None = None) -> list[F
 
     Parameters
     ----------
-    name : str
-        A data set name of :func:`names`, or ``"all"``.
+    name : str or sequence of str
+        Data set names of :func:`names`, or ``"all"``; every name is checked,
+        and every file planned, before anything is downloaded.
     progress : callable, optional
         Called with one line of text per step.
 
@@ -377,12 +378,14 @@ def fetch(name: str, *, progress: Callable[[str], None] | None = None) -> list[F
         not serve the stored bytes is missing and no mirror is set; or a
         discovered ``shared/data`` copy does not verify.
     """
-    if not isinstance(name, str):
-        raise TypeError(f"name must be a string, got {type(name).__name__}")
-    key = name.strip().lower().replace("-", "_")
-    wanted = names() if key == "all" else [key]
+    given = [name] if isinstance(name, str) else list(name)
+    if not given or not all(isinstance(n, str) for n in given):
+        raise TypeError(f"name must be a data set name or a sequence of them, got {name!r}")
+    keys = [n.strip().lower().replace("-", "_") for n in given]
+    wanted = names() if "all" in keys else list(dict.fromkeys(keys))
     for n in wanted:
         _files_of(n)
+    name = " ".join(given)  # for the hint in messages
     mirror = _mirror()
     say = progress or (lambda _line: None)
     dest_dir = cache_dir()

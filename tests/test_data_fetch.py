@@ -321,6 +321,9 @@ def test_cut_connection_gives_one_error_and_leaves_nothing(tmp_path, monkeypatch
         (["fetch", "iris"], None, "unknown data set 'iris'; known: adult, "),
         (["fetch", "adult"], None, "data set 'adult': the stored files are derived from their sources"),
         (["fetch", "all"], None, "data sets adult, epileptic_seizure, mnist, nycflights13, flights_3m: "),
+        # checked before any download: parkinsons (fetchable from its source) is not attempted
+        (["fetch", "parkinsons", "iris"], None, "unknown data set 'iris'; known: adult, "),
+        (["fetch", "parkinsons", "mnist"], None, "data set 'mnist': the stored files are derived from"),
         (["fetch", "adult"], "ftp://example.org/data", "DXRF_DATA_MIRROR='ftp://example.org/data' must be"),
     ],
 )
