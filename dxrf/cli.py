@@ -187,6 +187,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_model_commands(sub, common, _with_client)
 
+    from .cli_data import add_data_commands
+
+    add_data_commands(sub, common)
+
     _add_workflow_commands(sub, "reproduce", "run an experiment from workflows/", common)
     _add_workflow_commands(sub, "bench", "run a benchmark from workflows/", common)
     return parser

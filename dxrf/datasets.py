@@ -9,7 +9,10 @@ arrays with :func:`load` and as a dxrf zarr group with :func:`to_zarr`::
     ((32561, 105), (16281, 105))
     >>> datasets.to_zarr("flights_3m", "f3m.zarr")  # doctest: +SKIP
 
-The data directory is found by :func:`data_dir`. Nothing is ever downloaded.
+Files are looked up in ``$DXRF_DATA_DIR``, else a ``shared/data`` beside the
+checkout, else the user cache (:func:`data_dir`, :mod:`dxrf.data_cache`).
+Loading never downloads: a missing file fails in one line naming the data set,
+its URL and the command that fetches it, ``dxrf data fetch NAME``.
 
 Splits
 ------
@@ -37,6 +40,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from . import data_cache as _data_cache
 from . import io as _io
 from ._validation import check_fraction, check_int
 
@@ -122,12 +126,15 @@ class Dataset:
 
 
 def data_dir() -> Path:
-    """The directory holding the real data sets and their ``MANIFEST.md``.
+    """The first directory :func:`load` looks in for the real data sets.
 
-    Looked up in this order: the environment variable ``DXRF_DATA_DIR``; then
-    ``shared/data`` (with a ``MANIFEST.md``) in each parent directory of this
-    package and of the current working directory, so a checkout with a copy of
-    ``shared/`` beside it is found wherever it lives.
+    Looked up in this order (see :mod:`dxrf.data_cache`): the environment
+    variable ``DXRF_DATA_DIR``; then ``shared/data`` (with a ``MANIFEST.md``)
+    in a parent directory of this package or of the current working
+    directory, so a checkout with a copy of ``shared/`` beside it is found
+    wherever it lives (``DXRF_DATA_DISCOVER=0`` turns this off); then the user
+    cache that ``dxrf data fetch`` fills (``$XDG_CACHE_HOME/dxrf/data``, by
+    default ``~/.cache/dxrf/data``), which may not exist yet.
 
     Returns
     -------
@@ -136,33 +143,24 @@ def data_dir() -> Path:
     Raises
     ------
     FileNotFoundError
-        ``DXRF_DATA_DIR`` is set to something that is not a directory, or no
-        ``shared/data/MANIFEST.md`` was found.
+        ``DXRF_DATA_DIR`` is set to something that is not a directory.
     """
     env = os.environ.get("DXRF_DATA_DIR")
     if env:
         p = Path(env).expanduser()
         if not p.is_dir():
-            raise FileNotFoundError(f"DXRF_DATA_DIR={env!r} is not a directory")
+            raise FileNotFoundError(
+                f"DXRF_DATA_DIR={env!r} is not a directory (`dxrf data fetch NAME` creates and fills it)"
+            )
         return p.resolve()
-    tried: list[str] = []
-    here = Path(__file__).resolve()
-    cwd = Path.cwd().resolve()
-    for base in (*here.parents, cwd, *cwd.parents):
-        cand = base / "shared" / "data"
-        if (cand / "MANIFEST.md").is_file():
-            return cand
-        tried.append(str(cand))
-    raise FileNotFoundError(
-        "cannot find the data directory: set DXRF_DATA_DIR, or place shared/data/MANIFEST.md in a parent "
-        f"directory of the package or of the working directory (tried {', '.join(dict.fromkeys(tried))})"
-    )
+    return _data_cache.search_dirs()[0]
 
 
 def _file(rel: str) -> Path:
-    p = data_dir() / rel
-    if not p.is_file():
-        raise FileNotFoundError(f"data file {str(p)!r} is missing (see MANIFEST.md in {str(data_dir())!r})")
+    # files are looked up one by one, so a partial shared/data falls back to the cache
+    p = _data_cache.locate(rel)
+    if p is None:
+        raise FileNotFoundError(_data_cache.missing_message(rel))
     return p
 
 
@@ -632,7 +630,9 @@ def load(name: str, **kw: Any) -> Dataset:
     ValueError
         Unknown name or bad option value.
     FileNotFoundError
-        The data directory or a file of the set is missing.
+        A file of the set is in none of the data directories (the message
+        names the set, the URL it would be fetched from and ``dxrf data
+        fetch NAME``), or ``DXRF_DATA_DIR`` is not a directory.
     """
     return _LOADERS[_canonical(name)](**kw)
 
