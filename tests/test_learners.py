@@ -167,19 +167,7 @@ def test_classifier_accepts_dask_and_predicts_lazily(classification):
 # -- scikit-learn ecosystem ------------------------------------------------------------
 
 
-def _float32_rounding(estimator):
-    """Checks that compare predictions on row subsets at rtol 1e-7: float32 features
-    round a row differently by its position in a BLAS block (see test_features.py)."""
-    features = estimator.get_params().get("features")
-    base = getattr(features, "base", None) or features
-    if base is None or base.get_params().get("dtype", "float32") == "float32":
-        reason = "float32 features: BLAS rounding depends on the row's position in a block"
-        return {"check_methods_subset_invariance": reason, "check_methods_sample_order_invariance": reason}
-    return {}
-
-
 @parametrize_with_checks(
-    expected_failed_checks=_float32_rounding,
     estimators=[
         dxrf.RandomFeatureRidge(dxrf.RandomFourierFeatures(100, bandwidth="median", random_state=0, dtype="float64")),
         dxrf.RandomFeatureRidge(
@@ -188,6 +176,7 @@ def _float32_rounding(estimator):
         ),
         dxrf.RandomFeatureClassifier(dxrf.RandomFourierFeatures(100, bandwidth="median", random_state=0, dtype="float64")),
         dxrf.RandomFeatureClassifier(),
+        dxrf.RandomFeatureRidge(),
     ],
 )
 def test_sklearn_compatible(estimator, check):

@@ -16,6 +16,7 @@ import dask
 import dask.array as da
 import numpy as np
 import pytest
+from sklearn.utils.estimator_checks import parametrize_with_checks
 from sklearn.base import clone
 
 import dxrf
@@ -550,3 +551,8 @@ def test_fit_from_stats_equals_fit(data):
         dxrf.LeverageScoreSampler(5, n_candidates=60).fit_from_stats(cand, dxrf.accumulate(X, y, dxrf.RandomFourierFeatures(7).fit(X)))
     with pytest.raises(ValueError, match="with targets"):
         dxrf.EnergyScoreSelector(5, n_candidates=60).fit_from_stats(cand, dxrf.accumulate(X, features=cand))
+
+
+@parametrize_with_checks([dxrf.LeverageScoreSampler(), dxrf.EnergyScoreSelector(), dxrf.KernelAlignmentSelector()])
+def test_sklearn_compatible_with_default_parameters(estimator, check):
+    check(estimator)

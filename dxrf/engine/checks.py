@@ -35,6 +35,11 @@ def check_columns(y: Any, n_rows: int, row_offset: int, name: str = "y") -> Any:
         return None
     xp = array_module(y)
     Y = xp.asarray(y)
+    if Y.dtype == object:  # numbers in an object array (pandas, lists) are numbers
+        try:
+            Y = Y.astype(np.float64)
+        except (TypeError, ValueError):
+            raise TypeError(f"{name} must hold numbers (bool, integer or float), got dtype object with other values") from None
     if Y.dtype.kind not in "biuf":
         raise TypeError(f"{name} must hold numbers (bool, integer or float), got dtype {Y.dtype}")
     Y = Y.astype(np.float64, copy=False).reshape(n_rows, -1)

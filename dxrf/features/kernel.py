@@ -81,9 +81,14 @@ class FeatureKernel:
         xp = array_module(self.W)
         return xp.concatenate([self.W, self.b.reshape(1, -1).astype(self.W.dtype)])
 
+    @functools.cached_property
+    def _w64(self) -> np.ndarray:
+        return self.W.astype(np.float64)
+
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
         state.pop("_w_with_offset", None)  # derived: not worth shipping
+        state.pop("_w64", None)
         return state
 
     # -- evaluation -----------------------------------------------------
@@ -114,6 +119,44 @@ class FeatureKernel:
         """Scaled features ``z(X)`` (shape ``(n, M)``, kernel dtype)."""
         out = self.raw(X, out)
         out *= self.scale.astype(self.dtype)
+        return out
+
+    def rowwise(self, X: np.ndarray) -> np.ndarray:
+        """Scaled features ``z(X)`` whose every row is independent of the other rows of ``X``.
+
+        A float32 matrix product may round a row by an ulp differently
+        depending on where the row falls in BLAS's blocking (edge kernels,
+        gemm against gemv), and the cosine amplifies it: ``transform(X)[i]``
+        could differ from ``transform(X[i:i+1])``. Here the projection of the
+        float32-rounded inputs is computed in float64 and rounded to float32
+        once, so it is the same in any company; the activation then runs
+        elementwise. ``transform`` and ``predict`` use this; the statistics
+        pass keeps the float32 product (its tiles fix the blocking). Float64
+        kernels, structured (SORF) kernels and device arrays are evaluated as
+        by ``__call__``.
+        """
+        if self.dtype != np.float32 or self.W is None or is_device_array(X) or is_device_array(self.W):
+            return self(X)
+        X = np.asarray(X)
+        if X.ndim != 2 or X.shape[1] != self.n_features_in:
+            raise ValueError(f"X has shape {X.shape}; the feature map expects {self.n_features_in} columns")
+        n, m = X.shape[0], self.n_components
+        out = np.empty((n, m), dtype=np.float32)
+        rows = max(256, (32 << 20) // (8 * self.W.shape[1]))  # float64 products of about 32 MB: big enough for an efficient GEMM
+        for lo in range(0, n, rows):
+            P = X[lo : lo + rows].astype(np.float32, copy=False).astype(np.float64) @ self._w64
+            if self.activation == "cos":
+                P += self.b
+            # rounding is monotone: rounding first and then taking max(., 0) or a maxout is the same
+            Z = P.astype(np.float32)
+            if self.activation == "maxout" and self.pieces > 1:
+                Z = Z.reshape(Z.shape[0], m, self.pieces).max(axis=2)
+            out[lo : lo + rows] = Z
+        if self.activation == "cos":
+            blocks.cos_inplace(out)
+        elif self.activation == "relu":
+            np.maximum(out, 0, out=out)
+        out *= self.scale.astype(np.float32)
         return out
 
     # -- derived kernels ------------------------------------------------

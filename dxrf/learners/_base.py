@@ -45,7 +45,7 @@ def check_validation(validation: object, n: int | None = None) -> object:
 
 def _predict_block(X: np.ndarray, kernel: FeatureKernel, coef: np.ndarray, intercept: np.ndarray) -> np.ndarray:
     # features die inside the block: only the (n, k) scores leave it
-    Z = kernel(X)
+    Z = kernel.rowwise(X)
     # the scores in float64: a float32 product's rounding depends on how BLAS
     # blocks the rows (gemm for many, dot for one), so a row's score would
     # depend on its neighbours; widening costs one (n, M) copy per block

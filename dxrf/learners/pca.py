@@ -26,7 +26,7 @@ __all__ = ["RandomFeaturePCA"]
 
 def _project_block(X: np.ndarray, kernel: FeatureKernel, mean: np.ndarray, components: np.ndarray, scale: np.ndarray | None) -> np.ndarray:
     # features die inside the block: only the (n, n_components) projection leaves it
-    Z = kernel(X).astype(np.float64, copy=False)
+    Z = kernel.rowwise(X).astype(np.float64, copy=False)
     Z -= mean
     out = Z @ components.T
     if scale is not None:
