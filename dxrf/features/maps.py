@@ -17,6 +17,7 @@ from sklearn.base import (
 )
 from sklearn.utils.validation import check_is_fitted
 
+from .._memory import check_allocation
 from .._validation import (
     check_X,
     check_choice,
@@ -127,6 +128,12 @@ class BaseRandomFeatures(KernelTransformer):
         """
         self._check_params()
         X = self._validate_X(X, reset=True)
+        d, m, q = int(X.shape[1]), int(self.n_components), int(getattr(self, "pieces", 1))
+        # the draw (float64), its cast and the offsets: a few d x M arrays, refused before drawing
+        check_allocation(
+            3 * 8 * d * m * q, f"n_components={m} with {d} input columns (a {d} x {m * q} projection matrix)",
+            "use fewer features (n_components), or fewer input columns",
+        )
         self.kernel_ = self._make_kernel(X, make_rng(self.random_state))
         self._n_features_out = self.kernel_.n_components
         return self

@@ -15,7 +15,8 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._labels import class_labels, encode_classes
-from .._validation import check_fraction, check_X, is_dask
+from .._memory import check_statistics
+from .._validation import check_fraction, check_X, is_dask, is_integer
 from ..engine import map_rows
 from ..features.kernel import FeatureKernel
 from ..features.maps import RandomFourierFeatures
@@ -153,10 +154,17 @@ class RandomFeatureModel(SaveMixin, BaseEstimator):
         features = self._make_features()
         validation = check_validation(validation, X.shape[0])
         if is_selector(features):
-            candidates = features.make_candidates(X)
+            candidates = features.make_candidates(X, groups=1 if validation is None else 2)
             passes = features.n_passes_
             kernel = candidates.kernel_
         else:
+            m = features.get_params(deep=False).get("n_components")
+            if is_integer(m) and m > 0:
+                # the features' statistics, refused before the features are drawn
+                check_statistics(
+                    int(m), "n_components", "use fewer features (the feature map's n_components), or more memory",
+                    groups=1 if validation is None else 2, X=X,
+                )
             kernel = self._fit_map(features, X)
             passes = self.n_passes_
         stats = accumulate(X, Y, kernel, split=validation, split_seed=validation_seed)
