@@ -27,6 +27,7 @@ __all__ = [
     "check_pass",
     "check_statistics",
     "local_threads",
+    "ingest_chunk_bytes",
     "format_bytes",
 ]
 
@@ -250,3 +251,14 @@ def check_statistics(
     shape = f"{maps} feature map{'s' if maps != 1 else ''} x {groups} row group{'s' if groups != 1 else ''}"
     what = f"{param}={int(m0)} ({shape} of {int(m0)} x {int(m0)} float64 statistics)"
     check_pass(partial, client, what, advice, concurrency=local_threads(X))
+
+
+def ingest_chunk_bytes(columns: int, chunk_rows: int, itemsize: int = 4) -> int:
+    """Bytes an ingest holds for ``columns`` columns written in chunks of ``chunk_rows`` rows.
+
+    A block of the source (``itemsize`` bytes a value), its float32
+    encoding, its finiteness mask, the writer's buffered chunk and zarr's
+    encoded copy of it, each ``chunk_rows x columns``; plus the columns'
+    names and statistics.
+    """
+    return int(columns) * (int(chunk_rows) * (int(itemsize) + 4 * 4 + 1) + 128)

@@ -93,6 +93,10 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
         kwargs["sep"] = args.sep
     if args.na_values:
         kwargs["na_values"] = args.na_values
+    if args.drop:
+        kwargs["drop_columns"] = [c.strip() for text in args.drop for c in text.split(",") if c.strip()]
+    if args.max_levels is not None:
+        kwargs["max_levels"] = args.max_levels
     report = io.ingest(
         args.src,
         args.dest,
@@ -176,6 +180,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--na-values", action="append", default=None, help="extra strings read as missing")
     p.add_argument("--missing-level", action="store_true", help="keep missing categories as their own level")
     p.add_argument("--nan-policy", choices=["error", "drop"], default="error")
+    p.add_argument("--drop", action="append", default=None, metavar="COLUMNS",
+                   help="comma-separated columns to leave out (repeatable)")
+    p.add_argument("--max-levels", type=int, default=None, metavar="N",
+                   help="refuse a categorical column with more than N distinct values (default 1000)")
     p.add_argument("--overwrite", action="store_true")
     p.set_defaults(func=_cmd_ingest)
 
