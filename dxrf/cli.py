@@ -60,7 +60,7 @@ def _client(args: argparse.Namespace) -> Iterator[object]:
     """A client for commands that make passes: remote if asked, else embedded."""
     from .cluster import get_client
 
-    client = get_client(getattr(args, "scheduler", None))
+    client = get_client(getattr(args, "scheduler", None), wait_for_workers=getattr(args, "wait_for_workers", None))
     try:
         yield client
     finally:
@@ -162,6 +162,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ADDRESS",
         default=argparse.SUPPRESS,  # so a subcommand's copy never resets a value given before it
         help="Dask scheduler to attach to (default: $DASK_SCHEDULER_ADDRESS, else an embedded local cluster)",
+    )
+    common.add_argument(
+        "--wait-for-workers",
+        metavar="SECONDS",
+        default=argparse.SUPPRESS,
+        help="with --scheduler: give up when the scheduler has no worker after this many seconds "
+        "(default: $DXRF_WAIT_FOR_WORKERS, else 60)",
     )
     parser = _Parser(
         prog="dxrf", description="Kernel learning with data-dependent random features on Dask.", parents=[common]
