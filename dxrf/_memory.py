@@ -26,6 +26,7 @@ __all__ = [
     "check_allocation",
     "check_pass",
     "check_statistics",
+    "check_task",
     "local_threads",
     "ingest_chunk_bytes",
     "format_bytes",
@@ -262,3 +263,9 @@ def ingest_chunk_bytes(columns: int, chunk_rows: int, itemsize: int = 4) -> int:
     names and statistics.
     """
     return int(columns) * (int(chunk_rows) * (int(itemsize) + 4 * 4 + 1) + 128)
+
+
+def check_task(nbytes: int, what: str, advice: str) -> None:
+    """Refuse one task of ``nbytes``: against the smallest worker with a distributed client, else this machine."""
+    worker = worker_memory_limit()
+    check_allocation(nbytes, what, advice, limit=worker)

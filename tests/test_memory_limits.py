@@ -142,6 +142,13 @@ CASES = [
     Case("feature-map-projection", f"{_X}; {_RFF.format(m=10**10)}.fit(X)",
          rf"n_components=10000000000 with 3 input columns \(a 3 x 10000000000 projection matrix\) needs about "
          rf"{GB} .*{RLIMIT}: use fewer features"),
+    Case("predict-numpy-rows",
+         f"{_X}; m = dxrf.RandomFeatureRidge({_RFF.format(m=2000)}).fit(X, y); "
+         "m.predict(np.zeros((300000, 3)))",
+         rf"mapping 300000 rows of NumPy input to 2000 features needs about {GB} .*{RLIMIT}: give fewer rows"),
+    Case("transform-dask-chunk",
+         f"{_X}; f = {_RFF.format(m=4000)}.fit(X); f.transform(da.zeros((400000, 3), chunks=(200000, 3)))",
+         rf"mapping a row chunk of 200000 rows to 4000 features needs about {GB} .*{RLIMIT}: rechunk X"),
     Case("sgd-feature-map", f"{_X}; dxrf.RandomFeatureSGDRegressor({_RFF.format(m=10**10)}).fit(X, y)",
          rf"n_components=10000000000 with 3 input columns .*{RLIMIT}"),
 ]

@@ -52,7 +52,7 @@ def _apply_kernel(block: np.ndarray, kernel: FeatureKernel) -> np.ndarray:
 def apply_kernel(X: np.ndarray | da.Array, kernel: FeatureKernel) -> np.ndarray | da.Array:
     """Features ``z(X)``: eager for NumPy, a lazy map over row blocks for dask (:func:`dxrf.engine.map_rows`)."""
     if not is_dask(X):
-        return kernel(X)
+        return map_rows(X, _apply_kernel, (kernel,), kernel.n_components, kernel.dtype)
     return map_rows(X, _apply_kernel, (kernel,), kernel.n_components, kernel.dtype,
                     n_features=kernel.n_features_in, name="dxrf-features")
 

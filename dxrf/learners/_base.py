@@ -61,9 +61,11 @@ def linear_predict(X: np.ndarray | da.Array, kernel: FeatureKernel, coef: np.nda
     coef = np.asarray(coef, dtype=np.float64)
     intercept = np.asarray(intercept, dtype=np.float64)
     if not is_dask(X):
-        return _predict_block(np.asarray(X), kernel, coef, intercept).astype(np.float64, copy=False)
+        out = map_rows(np.asarray(X), _predict_block, (kernel, coef, intercept), coef.shape[1], np.float64,
+                       work=kernel.n_components)
+        return out.astype(np.float64, copy=False)
     return map_rows(X, _predict_block, (kernel, coef, intercept), coef.shape[1], np.float64,
-                    n_features=kernel.n_features_in, name="dxrf-predict")
+                    n_features=kernel.n_features_in, name="dxrf-predict", work=kernel.n_components)
 
 
 class RandomFeatureModel(SaveMixin, BaseEstimator):
