@@ -310,3 +310,22 @@ def test_get_client_returns_once_a_worker_joins(make_cluster):
         assert len(client.scheduler_info()["workers"]) == 1
     finally:
         client.close()
+
+
+def test_cli_fit_refuses_candidates_the_workers_cannot_hold(make_cluster, tmp_path):
+    """On a cluster the per-worker estimate (two partials) is held against the smallest worker's limit."""
+    import dxrf.io
+
+    Xd = np.random.default_rng(0).normal(size=(200, 3))
+    dxrf.io.write_zarr(Xd, tmp_path / "d.zarr", y=Xd[:, 0], chunk_rows=50)
+    cluster = make_cluster(1, memory_limit="1GiB")
+    args = ["--scheduler", cluster.scheduler_address, "fit", str(tmp_path / "d.zarr"), "--select", "elss",
+            "--n-components", "10", "--n-candidates", "30000", "--bandwidth", "1", "--out", str(tmp_path / "m")]
+    proc = _run_child(f"import sys\nfrom dxrf.cli import main\nsys.exit(main({args!r}))", timeout=120)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2, proc.stderr
+    assert len(lines) == 1, proc.stderr
+    assert re.search(r"^dxrf: error: n_candidates=30000 \(1 feature map x \d+ row groups? .*\) needs about [\d.,]+ GiB "
+                     r"per worker \(two partial results of [\d.,]+ GiB\) but the smallest worker's memory limit is "
+                     r"1.00 GiB: use fewer candidates", lines[0]), lines[0]
+    assert not (tmp_path / "m").exists()
