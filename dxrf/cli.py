@@ -60,7 +60,7 @@ def _client(args: argparse.Namespace) -> Iterator[object]:
     """A client for commands that make passes: remote if asked, else embedded."""
     from .cluster import get_client
 
-    client = get_client(getattr(args, "scheduler", None))
+    client = get_client(getattr(args, "scheduler", None), wait_for_workers=getattr(args, "wait_for_workers", None))
     try:
         yield client
     finally:
@@ -93,6 +93,10 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
         kwargs["sep"] = args.sep
     if args.na_values:
         kwargs["na_values"] = args.na_values
+    if args.drop:
+        kwargs["drop_columns"] = [c.strip() for text in args.drop for c in text.split(",") if c.strip()]
+    if args.max_levels is not None:
+        kwargs["max_levels"] = args.max_levels
     report = io.ingest(
         args.src,
         args.dest,
@@ -159,6 +163,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=argparse.SUPPRESS,  # so a subcommand's copy never resets a value given before it
         help="Dask scheduler to attach to (default: $DASK_SCHEDULER_ADDRESS, else an embedded local cluster)",
     )
+    common.add_argument(
+        "--wait-for-workers",
+        metavar="SECONDS",
+        default=argparse.SUPPRESS,
+        help="with --scheduler: give up when the scheduler has no worker after this many seconds "
+        "(default: $DXRF_WAIT_FOR_WORKERS, else 60)",
+    )
     parser = _Parser(
         prog="dxrf", description="Kernel learning with data-dependent random features on Dask.", parents=[common]
     )
@@ -176,6 +187,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--na-values", action="append", default=None, help="extra strings read as missing")
     p.add_argument("--missing-level", action="store_true", help="keep missing categories as their own level")
     p.add_argument("--nan-policy", choices=["error", "drop"], default="error")
+    p.add_argument("--drop", action="append", default=None, metavar="COLUMNS",
+                   help="comma-separated columns to leave out (repeatable)")
+    p.add_argument("--max-levels", type=int, default=None, metavar="N",
+                   help="refuse a categorical column with more than N distinct values (default 1000)")
     p.add_argument("--overwrite", action="store_true")
     p.set_defaults(func=_cmd_ingest)
 

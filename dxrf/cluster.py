@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import math
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +14,51 @@ if TYPE_CHECKING:
 __all__ = ["get_client", "local_cluster", "scheduler_address", "default_worker_layout", "local_worker_config"]
 
 ENV_ADDRESS = "DASK_SCHEDULER_ADDRESS"
+ENV_WAIT = "DXRF_WAIT_FOR_WORKERS"
+#: seconds a client attached to a scheduler waits for its first worker by default
+DEFAULT_WAIT_FOR_WORKERS = 60.0
+
+
+def wait_for_workers_seconds(wait: float | str | None = None) -> float:
+    """The wait for a remote scheduler's first worker: ``wait``, else ``$DXRF_WAIT_FOR_WORKERS``, else 60 s.
+
+    Raises ``ValueError`` naming the setting for anything but a finite number
+    of seconds >= 0.
+    """
+    source = "wait_for_workers (--wait-for-workers)"
+    if wait is None:
+        wait = os.environ.get(ENV_WAIT) or None
+        source = f"${ENV_WAIT}"
+    if wait is None:
+        return DEFAULT_WAIT_FOR_WORKERS
+    try:
+        if isinstance(wait, bool):
+            raise TypeError
+        seconds = float(wait)
+    except (TypeError, ValueError):
+        seconds = float("nan")
+    if not math.isfinite(seconds) or seconds < 0:
+        raise ValueError(f"{source} must be a number of seconds >= 0, got {wait!r}")
+    return seconds
+
+
+def _wait_for_workers(client: distributed.Client, address: str, wait: float) -> None:
+    """Return once the scheduler has a worker; else close the client and raise ``TimeoutError``.
+
+    Without this a pass on a scheduler that has no workers waits forever.
+    """
+    try:
+        if wait > 0:
+            client.wait_for_workers(1, timeout=wait)
+        elif not client.scheduler_info().get("workers"):
+            raise TimeoutError
+    except (TimeoutError, asyncio.TimeoutError):
+        client.close()
+        raise TimeoutError(
+            f"the scheduler at {address} has no workers after waiting {wait:g} s: start workers with "
+            f"'dask worker {address}' (or check that they can reach it), or wait longer with "
+            f"--wait-for-workers SECONDS / ${ENV_WAIT}"
+        ) from None
 
 
 def scheduler_address(address: str | None = None) -> str | None:
@@ -61,6 +108,7 @@ def get_client(
     dashboard_address: str = ":0",
     security: object = None,
     worker_profile: bool = False,
+    wait_for_workers: float | None = None,
 ):
     """A ``distributed.Client`` on a remote scheduler or an embedded local cluster.
 
@@ -90,10 +138,20 @@ def get_client(
         Embedded cluster only: run distributed's statistical profiler in the
         workers, for the dashboard's Profile page (see
         :func:`local_worker_config`; off, passes run about 2% faster).
+    wait_for_workers : float, optional
+        Remote scheduler only: seconds to wait for its first worker before
+        giving up with a ``TimeoutError`` (a pass on a scheduler without
+        workers would wait forever). Default ``$DXRF_WAIT_FOR_WORKERS``, else
+        60; 0 requires a worker at once.
 
     Returns
     -------
     distributed.Client
+
+    Raises
+    ------
+    TimeoutError
+        The remote scheduler has no worker after ``wait_for_workers`` seconds.
     """
     from distributed import Client
 
@@ -102,7 +160,10 @@ def get_client(
     if target is not None:
         if target.startswith("tls://") and security is None:
             _check_tls_configured(target)
-        return Client(target, **kwargs)
+        wait = wait_for_workers_seconds(wait_for_workers)
+        client = Client(target, **kwargs)
+        _wait_for_workers(client, target, wait)
+        return client
     cluster = local_cluster(
         n_workers or None, memory_limit=memory_limit, worker_profile=worker_profile, dashboard_address=dashboard_address
     )

@@ -18,12 +18,13 @@ import dask.array as da
 import numpy as np
 
 from ._blas import blas_limit
+from ._memory import check_pass, local_threads
 from ._validation import check_dask_matrix, check_fraction, check_int, check_subset, is_dask
 from .compensated import CompensatedSums as _Sums  # noqa: F401 - the partials' type, named here for tests
 from .compensated import packed_size as _packed_size  # noqa: F401
 from .engine import hashed_split, run_pass, tile_grid
 from .features.kernel import FeatureKernel
-from .stats_tiles import StatsConfig, TileWorker, check_stats_block, default_tile_rows, stats_pass
+from .stats_tiles import StatsConfig, TileWorker, check_stats_block, default_tile_rows, partial_bytes, stats_pass
 
 __all__ = ["FeatureStats", "accumulate", "block_stats", "hashed_split", "resolve_kernel"]
 
@@ -383,6 +384,15 @@ def accumulate(
     tiles = [tile_rows or default_tile_rows(k) for k in kernels]
     groups = folds if folds is not None else (1 if (fraction is None and mask is None) else 2)
     cfg = StatsConfig(kernels, tiles, fraction, split_seed, groups, folds)
+    # the client receives a dense M x M Gram per map and group: refused before the pass
+    m = max(k.n_components for k in kernels)
+    check_pass(
+        partial_bytes(cfg), sum(8 * groups * k.n_components**2 for k in kernels),
+        f"the statistics of {len(kernels)} feature map{'s' if len(kernels) > 1 else ''} of up to n_components={m} "
+        f"features over {groups} row group{'s' if groups > 1 else ''} (n_candidates of a selector)",
+        "use fewer features (n_components or n_candidates), fewer maps or fewer folds, or more memory",
+        concurrency=local_threads(X),
+    )
     out = run_pass(
         stats_pass(cfg), X, (y, mask), (cfg,),
         progress=progress, split_every=split_every, lanes=lanes, names=("y", "split"),

@@ -17,6 +17,7 @@ import dask
 import dask.array as da
 import numpy as np
 
+from .._memory import check_allocation, check_task
 from .._validation import check_dask_matrix, is_dask
 from .ship import ship
 
@@ -32,19 +33,37 @@ def map_rows(
     *,
     n_features: int | None = None,
     name: str | None = None,
+    work: int | None = None,
 ) -> np.ndarray | da.Array:
     """``fn(X_b, *shared)`` for each row block: shape ``(n_b, n_out)`` of ``dtype``.
 
     NumPy input is mapped at once (``fn(X, *shared)``). A dask array is
     checked (2-d, ``n_features`` columns, one column chunk) and mapped lazily;
     ``name`` prefixes a deterministic key (the same inputs give the same keys).
+    ``work`` is the number of columns of ``fn``'s temporaries per row (the
+    features of a prediction; default ``n_out``): a block whose result and
+    temporaries cannot fit in memory is refused before it is mapped.
     """
+    dt = np.dtype(dtype)
+    n_out = int(n_out)
+    # the result plus float32 features and a float64 copy of them, per row
+    row_bytes = n_out * dt.itemsize + 12 * int(n_out if work is None else work)
     if not is_dask(X):
-        return fn(np.asarray(X), *shared)
+        X = np.asarray(X)
+        n = int(X.shape[0]) if X.ndim else 0
+        check_allocation(
+            n * row_bytes, f"mapping {n} rows of NumPy input to {int(n_out if work is None else work)} features",
+            "give fewer rows at a time, or a dask array (mapped lazily, one row chunk per task)",
+        )
+        return fn(X, *shared)
     X = check_dask_matrix(X, n_features=n_features)
+    rows = int(max(X.chunks[0], default=0))
+    check_task(
+        rows * row_bytes, f"mapping a row chunk of {rows} rows to {int(n_out if work is None else work)} features",
+        "rechunk X into fewer rows per chunk, or use fewer features",
+    )
     # one graph input for all the arguments: one layer, one copy per worker
     handle = ship(tuple(shared), scatter=False)
-    dt = np.dtype(dtype)
     key = None if name is None else f"{name}-{dask.base.tokenize(X, *shared, fn)}"
     return X.map_blocks(
         _apply, fn, handle, chunks=(X.chunks[0], (n_out,)), dtype=dt, meta=np.empty((0, 0), dtype=dt), name=key

@@ -20,8 +20,9 @@ import dask.array as da
 import numpy as np
 
 from .._blas import blas_limit
+from .._memory import check_pass, format_bytes
 from ..options import get_options
-from ..progress import active_client, compute
+from ..progress import compute
 from .blocks import Rows, aligned_blocks, cut_tiles, in_process_starts, lcm_rows, row_starts
 from .lanes import lanes as chunk_lanes
 from .reduce import fan_in as capped_fan_in
@@ -153,28 +154,28 @@ def _run_in_process(spec: Pass, X: np.ndarray, columns: Sequence, shared: tuple,
     return spec.finish(total, *shared)
 
 
-def check_partial_memory(partial_bytes: int) -> None:
-    """Refuse a pass whose partials cannot fit the smallest worker of the active cluster.
+def check_partial_memory(partial_bytes: int, concurrency: int = 1) -> None:
+    """Refuse a pass whose partials cannot fit the smallest worker, or this machine.
 
     A worker holds at least two partials at once (a lane's running sums and
-    the partial it merges), so a pass whose partial exceeds half of a
-    worker's memory limit would only end in paused or killed workers. The
-    message gives both sizes; the statistics pass's partial is about
-    ``16 M0^2 / 2`` bytes per feature map and row group.
+    the partial it merges), so with a distributed client a pass whose
+    partial exceeds half of a worker's memory limit would only end in paused
+    or killed workers. Without a client the pass runs in this process, with
+    ``concurrency`` partials at once (one per thread) plus the one merged,
+    against this machine's memory (:func:`dxrf._memory.memory_limit`). The
+    statistics pass's partial is about ``8 M0^2`` bytes per feature map and
+    row group.
     """
-    client = active_client()
-    if client is None or partial_bytes <= 0:
+    if partial_bytes <= 0:
         return
-    limits = [w.get("memory_limit") or 0 for w in client.scheduler_info().get("workers", {}).values()]
-    limits = [m for m in limits if m > 0]
-    if limits and 2 * partial_bytes > min(limits):
-        gib = 2.0**30
-        raise ValueError(
-            f"this pass needs about {2 * partial_bytes / gib:.2f} GiB per worker (two partial results of "
-            f"{partial_bytes / gib:.2f} GiB: about 8 M0^2 bytes per feature map and row group) but the smallest "
-            f"worker's memory limit is {min(limits) / gib:.2f} GiB: use fewer candidates (n_candidates), fewer "
-            "feature maps (bandwidths) or fewer row groups (folds), or workers with more memory"
-        )
+    check_pass(
+        partial_bytes, 0,
+        f"this pass (partial results of {format_bytes(partial_bytes)}: about 8 M0^2 bytes per feature map and "
+        "row group)",
+        "use fewer candidates (n_candidates), fewer feature maps (bandwidths) or fewer row groups (folds), "
+        "or workers with more memory",
+        concurrency=concurrency,
+    )
 
 
 def run_pass(
@@ -219,10 +220,12 @@ def run_pass(
     shared = tuple(shared)
     names = list(names) if names is not None else [f"column {i}" for i in range(len(columns))]
     if not isinstance(X, da.Array):
+        threads = pool.threads if pool is not None else LocalPool().threads
+        check_partial_memory(spec.partial_bytes, min(threads, max(1, int(np.shape(X)[0]))))
         return _run_in_process(spec, X, [None if c is None else np.asarray(c) for c in columns], shared, pool)
 
-    check_partial_memory(spec.partial_bytes)
     chunks = X.chunks[0]
+    check_partial_memory(spec.partial_bytes, min(os.cpu_count() or 1, len(chunks)))
     n = int(X.shape[0])
     x_blocks = list(X.to_delayed().ravel())
     col_blocks = [

@@ -17,6 +17,7 @@ from sklearn.base import (
 )
 from sklearn.utils.validation import check_is_fitted
 
+from .._memory import check_allocation
 from .._validation import (
     check_X,
     check_choice,
@@ -51,7 +52,7 @@ def _apply_kernel(block: np.ndarray, kernel: FeatureKernel) -> np.ndarray:
 def apply_kernel(X: np.ndarray | da.Array, kernel: FeatureKernel) -> np.ndarray | da.Array:
     """Features ``z(X)``: eager for NumPy, a lazy map over row blocks for dask (:func:`dxrf.engine.map_rows`)."""
     if not is_dask(X):
-        return kernel.rowwise(X)
+        return map_rows(X, _apply_kernel, (kernel,), kernel.n_components, kernel.dtype)
     return map_rows(X, _apply_kernel, (kernel,), kernel.n_components, kernel.dtype,
                     n_features=kernel.n_features_in, name="dxrf-features")
 
@@ -127,6 +128,12 @@ class BaseRandomFeatures(KernelTransformer):
         """
         self._check_params()
         X = self._validate_X(X, reset=True)
+        d, m, q = int(X.shape[1]), int(self.n_components), int(getattr(self, "pieces", 1))
+        # the draw (float64), its cast and the offsets: a few d x M arrays, refused before drawing
+        check_allocation(
+            3 * 8 * d * m * q, f"n_components={m} with {d} input columns (a {d} x {m * q} projection matrix)",
+            "use fewer features (n_components), or fewer input columns",
+        )
         self.kernel_ = self._make_kernel(X, make_rng(self.random_state))
         self._n_features_out = self.kernel_.n_components
         return self

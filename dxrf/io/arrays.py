@@ -15,11 +15,21 @@ from typing import Any
 
 import numpy as np
 
+from .._memory import check_allocation, ingest_chunk_bytes
 from .checks import _check_numeric_dtype, _feature_names, _select_columns
 from .labels import _class_codes, _resolve_task, _unique_labels
 from .readers.libsvm import _libsvm_blocks
 from .readers.npy import _NpzMember, _read_row_blocks
 from .writer import _ZarrWriter
+
+
+def _check_width(columns: int, chunk_rows: int, itemsize: int, what: str) -> None:
+    """Refuse, before anything is allocated, columns whose dense chunks cannot fit in memory."""
+    check_allocation(
+        ingest_chunk_bytes(columns, chunk_rows, itemsize),
+        f"{what}, written in chunks of chunk_rows={chunk_rows} rows,",
+        "check the source (a wrong or corrupt header or index?), or lower chunk_rows",
+    )
 
 
 def _ingest_arrays(
@@ -57,6 +67,7 @@ def _ingest_arrays(
         if arr.ndim != 2:
             raise ValueError(f"{str(path)!r} holds a {arr.ndim}-d array; ingest needs a 2-d array")
         _check_numeric_dtype(arr.dtype, f"the array in {str(path)!r}")
+        _check_width(arr.shape[1], chunk_rows, arr.dtype.itemsize, f"the {arr.shape[1]} columns of {str(path)!r}")
         all_names = _feature_names(names, arr.shape[1], "the array")
         t_idx = None
         if target is not None:
@@ -115,6 +126,7 @@ def _ingest_arrays(
         if len(xm.shape) != 2:
             raise ValueError(f"array {x_key!r} in {str(path)!r} has shape {xm.shape}; ingest needs a 2-d array")
         _check_numeric_dtype(xm.dtype, f"array {x_key!r}")
+        _check_width(xm.shape[1], chunk_rows, xm.dtype.itemsize, f"the {xm.shape[1]} columns of array {x_key!r}")
         with zipfile.ZipFile(path) as zf:
             has_y = "y.npy" in zf.namelist()
         ykey = y_key if y_key is not None else ("y" if has_y else None)
@@ -149,21 +161,30 @@ def _ingest_arrays(
             raise ValueError("target= is not used for LibSVM files: the label is the first field of each line")
         # First pass: rows and number of features (unless given).
         max_col = -1
+        max_line = 0
         n = 0
-        for y, _, _, cols, _ in _libsvm_blocks(path, chunk_rows, n_rows, zero_based):
+        for y, nos, rows, cols, _ in _libsvm_blocks(path, chunk_rows, n_rows, zero_based):
             n += len(y)
             if cols.size:
-                max_col = max(max_col, int(cols.max()))
+                i = int(cols.argmax())
+                if cols[i] > max_col:
+                    max_col, max_line = int(cols[i]), int(nos[rows[i]])
         if n == 0:
             raise ValueError(f"{str(path)!r} has no data lines")
         if n_features is None:
             d_file = max_col + 1
             if d_file == 0:
                 raise ValueError(f"{str(path)!r} has no features; pass n_features=")
+            _check_width(
+                d_file, chunk_rows, 4,
+                f"feature index {max_col + (0 if zero_based else 1)} at line {max_line} of {str(path)!r} "
+                f"(it implies {d_file} dense columns)",
+            )
         else:
             if isinstance(n_features, bool) or not isinstance(n_features, numbers.Integral) or n_features < 1:
                 raise ValueError(f"n_features must be a positive integer, got {n_features!r}")
             d_file = int(n_features)
+            _check_width(d_file, chunk_rows, 4, f"n_features={d_file}")
             if max_col >= d_file:
                 raise ValueError(f"a feature index ({max_col + (0 if zero_based else 1)}) exceeds n_features={d_file}")
         all_names = _feature_names(names, d_file, "the file")

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._memory import check_allocation, ingest_chunk_bytes
 from .labels import _row, _sort_labels
 from .table_scan import _as_str, _FramePrep, _Scan, _scan_table, _TableOptions
 from .writer import _ZarrWriter
@@ -162,6 +163,22 @@ def _check_nan_policy_table(scan: _Scan, schema: _TableSchema, opts: _TableOptio
         )
 
 
+def _check_table_memory(schema: _TableSchema, chunk_rows: int) -> None:
+    """Refuse, before encoding, a table whose encoded chunks cannot fit in memory (one-hot columns)."""
+    d = len(schema.columns)
+    wide = sorted(((len(lv), name) for name, lv in schema.features if lv is not None), reverse=True)
+    if wide:
+        top = ", ".join(f"{name!r} ({k} levels)" for k, name in wide[:3])
+        what = f"the {d} encoded columns (one-hot columns of {top}{', ...' if len(wide) > 3 else ''})"
+        advice = (
+            "lower max_levels so that such columns are refused, drop them with drop_columns (dxrf ingest --drop), "
+            "or lower chunk_rows"
+        )
+    else:
+        what, advice = f"the {d} columns", "drop columns with drop_columns (dxrf ingest --drop), or lower chunk_rows"
+    check_allocation(ingest_chunk_bytes(d, chunk_rows), f"{what}, written in chunks of chunk_rows={chunk_rows} rows,", advice)
+
+
 def _ingest_table(
     frames: Callable[[set[str]], Iterator[pd.DataFrame]],
     tmp: Path,
@@ -187,6 +204,7 @@ def _ingest_table(
         scan = _scan_table(frames, prep, opts, str_columns, progress)
     schema = _build_schema(scan, opts, str_columns)
     _check_nan_policy_table(scan, schema, opts)
+    _check_table_memory(schema, chunk_rows)
     writer = _ZarrWriter(
         tmp,
         schema.columns,

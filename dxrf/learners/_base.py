@@ -15,7 +15,8 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._labels import class_labels, encode_classes
-from .._validation import check_fraction, check_X, is_dask
+from .._memory import check_statistics
+from .._validation import check_fraction, check_X, is_dask, is_integer
 from ..engine import map_rows
 from ..features.kernel import FeatureKernel
 from ..features.maps import RandomFourierFeatures
@@ -60,9 +61,11 @@ def linear_predict(X: np.ndarray | da.Array, kernel: FeatureKernel, coef: np.nda
     coef = np.asarray(coef, dtype=np.float64)
     intercept = np.asarray(intercept, dtype=np.float64)
     if not is_dask(X):
-        return _predict_block(np.asarray(X), kernel, coef, intercept).astype(np.float64, copy=False)
+        out = map_rows(np.asarray(X), _predict_block, (kernel, coef, intercept), coef.shape[1], np.float64,
+                       work=kernel.n_components)
+        return out.astype(np.float64, copy=False)
     return map_rows(X, _predict_block, (kernel, coef, intercept), coef.shape[1], np.float64,
-                    n_features=kernel.n_features_in, name="dxrf-predict")
+                    n_features=kernel.n_features_in, name="dxrf-predict", work=kernel.n_components)
 
 
 class RandomFeatureModel(SaveMixin, BaseEstimator):
@@ -153,10 +156,17 @@ class RandomFeatureModel(SaveMixin, BaseEstimator):
         features = self._make_features()
         validation = check_validation(validation, X.shape[0])
         if is_selector(features):
-            candidates = features.make_candidates(X)
+            candidates = features.make_candidates(X, groups=1 if validation is None else 2)
             passes = features.n_passes_
             kernel = candidates.kernel_
         else:
+            m = features.get_params(deep=False).get("n_components")
+            if is_integer(m) and m > 0:
+                # the features' statistics, refused before the features are drawn
+                check_statistics(
+                    int(m), "n_components", "use fewer features (the feature map's n_components), or more memory",
+                    groups=1 if validation is None else 2, X=X,
+                )
             kernel = self._fit_map(features, X)
             passes = self.n_passes_
         stats = accumulate(X, Y, kernel, split=validation, split_seed=validation_seed)

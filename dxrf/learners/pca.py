@@ -201,9 +201,11 @@ class RandomFeaturePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Random
         X = self._validate_X(X, reset=False)
         scale = self._whiten_scale()
         if not is_dask(X):
-            return _project_block(np.asarray(X), self.kernel_, self.mean_, self.components_, scale)
+            return map_rows(np.asarray(X), _project_block, (self.kernel_, self.mean_, self.components_, scale),
+                            self.n_components_, np.float64, work=self.kernel_.n_components)
         return map_rows(X, _project_block, (self.kernel_, self.mean_, self.components_, scale), self.n_components_,
-                        np.float64, n_features=self.kernel_.n_features_in, name="dxrf-rfpca")
+                        np.float64, n_features=self.kernel_.n_features_in, name="dxrf-rfpca",
+                        work=self.kernel_.n_components)
 
     def inverse_transform(self, X: np.ndarray | da.Array) -> np.ndarray | da.Array:
         """Map projections back to FEATURE space (not to the inputs).

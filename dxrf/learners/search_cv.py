@@ -18,6 +18,7 @@ import time
 import dask.array as da
 import numpy as np
 
+from .._memory import check_statistics
 from .._validation import ParameterTypeError, check_bool, check_choice, check_fraction, check_int, is_integer
 from ..features.maps import RandomFourierFeatures
 from ..search.evaluate import fold_pairs, validate_grid
@@ -161,6 +162,13 @@ class _SearchCV:
         """Run the pass and the search; set the search's attributes. Returns the refit's statistics and kernel."""
         grid = self._check_params()
         kind, cv = check_cv(self.cv, X.shape[0])
+        # the Grams of every bandwidth and fold: refused before any feature is drawn
+        check_statistics(
+            grid.n_candidates, "n_candidates",
+            "use fewer candidates (n_candidates, default 10 x the largest n_components), fewer bandwidths or "
+            "fewer folds (cv), or more memory",
+            maps=len(grid.bandwidths), groups=cv if kind == "kfold" else 2, X=X,
+        )
         seed = _resolve_seed(self.random_state)
         passes = 0
         median = None

@@ -18,6 +18,7 @@ from sklearn.base import clone
 from sklearn.utils.validation import check_is_fitted
 
 from .._labels import class_labels, encode_classes
+from .._memory import check_statistics
 from .._validation import check_choice, check_positive_float, check_positive_int, is_dask, is_integer, make_rng
 from ..features.kernel import FeatureKernel
 from ..features.maps import KernelTransformer, RandomFourierFeatures
@@ -110,6 +111,7 @@ class _BaseSelector(KernelTransformer):
         self, X: np.ndarray | da.Array, Y: object, m0: int, base_seed: object, rows: np.ndarray | None = None
     ) -> tuple[object, FeatureStats]:
         """Fit the base map on all of X; accumulate over ``rows`` (default all)."""
+        self._check_memory(X, m0)
         base = self._make_base(X, m0, base_seed)
         self.n_passes_ += 1
         if rows is not None:
@@ -118,7 +120,15 @@ class _BaseSelector(KernelTransformer):
         return base, stats
 
     # -- selection from statistics made elsewhere ---------------------------------
-    def make_candidates(self, X: np.ndarray | da.Array) -> object:
+    def _check_memory(self, X: object, m0: int, groups: int = 1) -> None:
+        """Refuse, before drawing them, candidates whose statistics cannot fit in memory."""
+        check_statistics(
+            m0, "n_candidates",
+            "use fewer candidates (n_candidates, default 10 x n_components), or more memory",
+            groups=groups, X=X,
+        )
+
+    def make_candidates(self, X: np.ndarray | da.Array, *, groups: int = 1) -> object:
         """The fitted candidate map ``fit`` would draw, without any pass.
 
         With :meth:`fit_from_stats` this lets a learner accumulate the
@@ -130,6 +140,10 @@ class _BaseSelector(KernelTransformer):
         ----------
         X : array-like or dask array of shape (n_samples, n_features)
             Only its shape is used, and a row sample for ``bandwidth="median"``.
+        groups : int, default 1
+            Groups of rows whose statistics the caller accumulates apart
+            (2 with a validation split): the candidates are refused when
+            their statistics cannot fit in memory.
 
         Returns
         -------
@@ -140,6 +154,7 @@ class _BaseSelector(KernelTransformer):
         method = getattr(self, "method", "top")
         _, m0 = self._resolve_sizes(method)
         X = self._validate_X(X, reset=True)
+        self._check_memory(X, m0, groups)
         base_seed, _ = _split_random_state(self.random_state)
         return self._make_base(X, m0, base_seed)
 

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from ..._memory import check_allocation
+
 
 class _NpzMember:
     """Row-block reader for one ``.npy`` member of an ``.npz`` archive.
@@ -53,7 +55,12 @@ class _NpzMember:
             if dtype.hasobject:
                 raise TypeError(f"array {self.key!r} holds Python objects; only numeric arrays can be ingested")
             if fortran and len(shape) > 1 and int(np.prod(shape[1:])) > 1:
-                # Column-major data cannot be read by rows: load it (documented).
+                # Column-major data cannot be read by rows: load it (documented), if it fits.
+                check_allocation(
+                    int(np.prod(shape, dtype=np.float64)) * dtype.itemsize,
+                    f"the Fortran-ordered array {self.key!r} of shape {shape} in {str(self.path)!r} (read whole)",
+                    "save it in C order (np.ascontiguousarray) or as .npy",
+                )
                 arr = np.lib.format.read_array(self._f)
                 for i in range(0, n_rows, chunk_rows):
                     yield np.ascontiguousarray(arr[i : i + chunk_rows])
