@@ -47,7 +47,8 @@ def _monotone_integers(arr: zarr.Array, j: int, chunk_rows: int) -> bool:
 def warn_index_columns(path: str, columns: Sequence[str], chunk_rows: int) -> list[str]:
     """Warn (``UserWarning``, one line each) about index-like feature columns of the group at ``path``.
 
-    Only columns named like an index are read (one column, chunk by chunk).
+    Only when a column is named like an index is anything read: that column,
+    chunk by chunk (which decompresses the stored chunks of ``X`` once more).
     Returns the names warned about.
     """
     names = index_like_names(columns)
