@@ -13,7 +13,9 @@ import importlib
 import os
 import pkgutil
 import sys
+import warnings
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 __all__ = ["main"]
 
@@ -24,8 +26,37 @@ class CommandError(Exception):
     """An error to report to the user in one line, without a traceback."""
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """Help that shows each option's default, where it has a meaningful one.
+
+    Options whose default is None or False (flags, values chosen at run time)
+    are left alone, as are help texts that already say their default.
+    """
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help
+        if not text or "default" in text or not _meaningful_default(action):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+def _meaningful_default(action: argparse.Action) -> bool:
+    d = action.default
+    return bool(action.option_strings) and not (d is None or d is False or d == argparse.SUPPRESS)
+
+
 class _Parser(argparse.ArgumentParser):
     """An argument parser whose usage errors are one line on stderr (exit status 2)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def add_argument(self, *args, **kwargs) -> argparse.Action:  # type: ignore[override]
+        action = super().add_argument(*args, **kwargs)
+        if action.help is None and _meaningful_default(action):
+            action.help = "(default: %(default)s)"  # argparse shows nothing for an option without help
+        return action
 
     def error(self, message: str) -> None:  # type: ignore[override]
         text = " ".join(str(message).split())
@@ -67,16 +98,28 @@ def _client(args: argparse.Namespace) -> Iterator[object]:
         client.close()
 
 
+def _progress(args: argparse.Namespace) -> bool | None:
+    """Progress bars of a command: none with --quiet, else on stderr when it is a terminal."""
+    return False if getattr(args, "quiet", False) else None
+
+
 def _with_client(fn):
     """Wrap a command so that it runs with a cluster client and progress bars."""
 
     def run(args: argparse.Namespace) -> int:
         from .options import options
 
-        with _client(args), options(progress=True):
+        with _client(args), options(progress=_progress(args)):
             return fn(args)
 
     return run
+
+
+def _names(text: str) -> list[str]:
+    names = [s.strip() for s in text.split(",") if s.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(f"expected comma-separated column names, got {text!r}")
+    return names
 
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
@@ -94,9 +137,11 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     if args.na_values:
         kwargs["na_values"] = args.na_values
     if args.drop:
-        kwargs["drop_columns"] = [c.strip() for text in args.drop for c in text.split(",") if c.strip()]
+        kwargs["drop_columns"] = args.drop
     if args.max_levels is not None:
         kwargs["max_levels"] = args.max_levels
+    if args.levels_from:
+        kwargs["like"] = args.levels_from
     report = io.ingest(
         args.src,
         args.dest,
@@ -104,19 +149,56 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
         chunk_rows=args.chunk_rows,
         missing_level=args.missing_level,
         nan_policy=args.nan_policy,
+        handle_unknown=args.handle_unknown,
         overwrite=args.overwrite,
         # a row counter for people watching a terminal; none in logs and pipes,
         # where stderr then holds nothing but a possible one-line error
-        progress=sys.stderr.isatty(),
+        progress=sys.stderr.isatty() and not getattr(args, "quiet", False),
         **kwargs,
     )
     print(report)
     return 0
 
 
+def _cmd_split(args: argparse.Namespace) -> int:
+    from ._files import DestinationExistsError
+    from .io import split_zarr
+    from .options import get_options
+
+    try:
+        train, test = split_zarr(args.src, args.train, args.test, fraction=args.fraction, seed=args.seed,
+                                 overwrite=args.overwrite, progress=get_options().progress)
+    except DestinationExistsError:
+        # the training group is checked first
+        dest = args.train if Path(args.train).expanduser().exists() else args.test
+        raise CommandError(f"{dest} exists; pass --overwrite to replace it") from None
+    print(f"train: {train.n_rows} rows -> {args.train}")
+    print(f"test:  {test.n_rows} rows -> {args.test} (fraction {args.fraction}, seed {args.seed})")
+    return 0
+
+
+def _info_predictions(path: str) -> int:
+    from .io.predictions import open_predictions
+
+    pred, attrs = open_predictions(path)
+    outputs = 1 if pred.ndim == 1 else pred.shape[1]
+    print(f"path:     {path}")
+    print("content:  predictions (array y_pred)")
+    print(f"rows:     {pred.shape[0]}")
+    print(f"outputs:  {outputs} (chunks of {pred.chunks[0][0]} rows, dtype {pred.dtype})")
+    if attrs.get("classes") is not None:
+        print(f"classes:  {list(attrs['classes'])} (y_pred holds class codes)")
+    print(f"model:    {attrs.get('model')}")
+    print(f"source:   {attrs.get('source')}")
+    return 0
+
+
 def _cmd_info(args: argparse.Namespace) -> int:
     from . import io
+    from .io.predictions import is_prediction_group
 
+    if is_prediction_group(args.path):
+        return _info_predictions(args.path)
     ds = io.open_zarr(args.path)
     X = ds.X
     print(f"path:     {args.path}")
@@ -133,12 +215,15 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
 
 def _run_workflow(args: argparse.Namespace) -> int:
+    from .options import options
+
     module = _load_workflow(args.workflow_module)
-    if getattr(module, "NEEDS_CLIENT", False):
-        with _client(args):
+    with options(progress=_progress(args)):
+        if getattr(module, "NEEDS_CLIENT", False):
+            with _client(args):
+                module.run(args)
+        else:
             module.run(args)
-    else:
-        module.run(args)
     return 0
 
 
@@ -170,6 +255,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --scheduler: give up when the scheduler has no worker after this many seconds "
         "(default: $DXRF_WAIT_FOR_WORKERS, else 60)",
     )
+    common.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="no progress bars or row counters on stderr (they are drawn only when stderr is a terminal)",
+    )
     parser = _Parser(
         prog="dxrf", description="Kernel learning with data-dependent random features on Dask.", parents=[common]
     )
@@ -179,23 +271,41 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("src", help="input file (.csv, .csv.gz, .parquet, .npy, .npz, .svm/.libsvm)")
     p.add_argument("dest", help="output zarr group (e.g. data.zarr)")
     p.add_argument("--target", default=None, help="target column name (CSV/Parquet) or index (NumPy)")
-    p.add_argument("--chunk-rows", type=int, default=50_000, help="rows per chunk (default 50000)")
-    p.add_argument("--format", default=None, choices=["csv", "parquet", "npy", "npz", "libsvm"])
+    p.add_argument("--chunk-rows", type=int, default=50_000, help="rows per chunk")
+    p.add_argument("--format", default=None, choices=["csv", "parquet", "npy", "npz", "libsvm"],
+                   help="source format (default: from the file name's suffix)")
     p.add_argument("--no-header", action="store_true", help="CSV has no header row")
     p.add_argument("--names", default=None, help="comma-separated column names (CSV without header)")
-    p.add_argument("--sep", default=None, help="CSV separator")
+    p.add_argument("--sep", default=None, help="CSV separator (default: ',', a tab for .tsv)")
     p.add_argument("--na-values", action="append", default=None, help="extra strings read as missing")
     p.add_argument("--missing-level", action="store_true", help="keep missing categories as their own level")
-    p.add_argument("--nan-policy", choices=["error", "drop"], default="error")
-    p.add_argument("--drop", action="append", default=None, metavar="COLUMNS",
-                   help="comma-separated columns to leave out (repeatable)")
+    p.add_argument("--nan-policy", choices=["error", "drop"], default="error",
+                   help="rows with a missing or non-finite number: stop with an error, or drop them")
+    p.add_argument("--drop", type=_names, action="extend", default=None, metavar="COL[,COL]",
+                   help="columns to leave out (e.g. a saved row index); repeatable")
+    p.add_argument("--levels-from", metavar="TRAIN.zarr", default=None,
+                   help="encode like this ingested training group: its one-hot levels, classes and column order "
+                        "(the new group keeps its own column statistics)")
+    p.add_argument("--handle-unknown", choices=["error", "ignore"], default="error",
+                   help="a category value not among the --levels-from levels: stop with an error naming column, "
+                        "value and row, or encode it as an all-zero one-hot row")
     p.add_argument("--max-levels", type=int, default=None, metavar="N",
                    help="refuse a categorical column with more than N distinct values (default 1000)")
-    p.add_argument("--overwrite", action="store_true")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing dxrf group at DEST")
     p.set_defaults(func=_cmd_ingest)
 
+    p = sub.add_parser("split", help="split a dxrf zarr group into training and test groups by a hash of the row index",
+                       parents=[common])
+    p.add_argument("src", help="a dxrf zarr group")
+    p.add_argument("train", help="the training group to write (e.g. train.zarr)")
+    p.add_argument("test", help="the test group to write (e.g. test.zarr)")
+    p.add_argument("--fraction", type=float, default=0.2, help="share of rows in the test group")
+    p.add_argument("--seed", type=int, default=0, help="seed of the row hash")
+    p.add_argument("--overwrite", action="store_true", help="replace existing dxrf groups at TRAIN and TEST")
+    p.set_defaults(func=_with_client(_cmd_split))
+
     p = sub.add_parser("info", help="describe a dxrf zarr group", parents=[common])
-    p.add_argument("path")
+    p.add_argument("path", help="a data group from `dxrf ingest` or `dxrf split`, or predictions of `dxrf predict`")
     p.set_defaults(func=_cmd_info)
 
     from .cli_models import add_model_commands
@@ -211,12 +321,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@contextlib.contextmanager
+def _one_line_warnings() -> Iterator[None]:
+    """Warnings as one ``dxrf: warning: ...`` line on stderr (no source line, no file name)."""
+    previous = warnings.formatwarning
+    warnings.formatwarning = lambda message, category, *args, **kwargs: f"dxrf: warning: {message}\n"
+    try:
+        yield
+    finally:
+        warnings.formatwarning = previous
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dxrf`` command."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        with _one_line_warnings():
+            return int(args.func(args) or 0)
     except KeyboardInterrupt:
         print("dxrf: interrupted", file=sys.stderr)
         return 130

@@ -220,13 +220,6 @@ def _open(path: str, metadata: dict | None = None):
     return data, X
 
 
-def _scale_y(y: da.Array, metadata: dict) -> da.Array:
-    if metadata.get("y_min") is None:
-        return y
-    lo, hi = metadata["y_min"], metadata["y_max"]
-    return 2.0 * (y.astype(np.float64) - lo) / (hi - lo) - 1.0
-
-
 def _check_columns(data, metadata: dict, path: str) -> None:
     expected = metadata.get("columns")
     if expected is not None and list(data.columns) != list(expected):
@@ -254,8 +247,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
         lo, hi = data.attrs.get("y_min"), data.attrs.get("y_max")
         if lo is None or hi is None or hi <= lo:
             raise ValueError(f"{args.data} has no usable y_min/y_max to scale y into [-1, 1]")
-        metadata.update(y_min=float(lo), y_max=float(hi))
-        y = _scale_y(y, metadata)
+        # the model keeps the map (y_scale_) and predicts in the data's units
+        y = data.scale_y(y)
     model = build_model(args, classification)
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
@@ -314,46 +307,52 @@ def _print_search(model: object, X: da.Array, elapsed: float, out: str, classifi
     print(f"saved:        {out}")
 
 
-def _write_predictions(pred: da.Array, dest: str, attrs: dict, overwrite: bool) -> None:
-    import zarr
+def _old_y_scale(model: object, metadata: dict) -> np.ndarray | None:
+    """``[y_min, y_max]`` of a model saved before models kept their target scaling (``y_scale_``)."""
+    if getattr(model, "y_scale_", None) is None and metadata.get("y_min") is not None:
+        return np.array([metadata["y_min"], metadata["y_max"]], dtype=np.float64)
+    return None
 
-    from ._files import atomic_directory
-    from .progress import compute
 
-    with atomic_directory(dest, overwrite) as tmp:
-        root = zarr.open_group(str(tmp), mode="w", zarr_format=3)
-        shape = pred.shape
-        chunks = (pred.chunks[0][0],) + shape[1:]
-        arr = root.create_array("y_pred", shape=shape, chunks=chunks, dtype=pred.dtype)
-        # chunk by chunk: each block is computed and stored on a worker, never gathered
-        stored = da.store(pred.rechunk((chunks[0],) + shape[1:]), arr, lock=False, compute=False)
-        compute(stored, progress=True)
-        root.attrs.update({"dxrf_format": 1, **attrs})
+def _cli_overwrite(exc: Exception, dest: str) -> Exception:
+    from ._files import DestinationExistsError
+
+    if isinstance(exc, DestinationExistsError):
+        return ValueError(f"{dest} exists; pass --overwrite to replace it")
+    return exc
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
     import dxrf
+    from dxrf._target_scale import unscale
+    from dxrf.io.predictions import prediction_format, write_predictions
 
+    from .options import get_options
+
+    prediction_format(args.out)  # a bad suffix fails before any work
     model, metadata = dxrf.load(args.model, with_metadata=True)
     data, X = _open(args.data, metadata)
     _check_columns(data, metadata, args.data)
     pred = model.predict(X)
     attrs = {"model": str(Path(args.model).absolute()), "source": str(Path(args.data).absolute())}
-    if metadata.get("classes") is not None:
-        attrs["classes"] = metadata["classes"]
+    classes = metadata.get("classes")
+    if classes is not None:
         pred = pred.astype(np.int32)
-    elif metadata.get("y_min") is not None:
-        # back to the original units of y
-        lo, hi = metadata["y_min"], metadata["y_max"]
-        pred = (pred + 1.0) * (hi - lo) / 2.0 + lo
-    _write_predictions(pred, args.out, attrs, args.overwrite)
-    print(f"wrote {pred.shape[0]} predictions to {args.out}")
+    else:
+        pred = unscale(pred, _old_y_scale(model, metadata))
+    try:
+        n = write_predictions(pred, args.out, classes=classes, attrs=attrs, overwrite=args.overwrite,
+                              progress=get_options().progress)
+    except Exception as exc:
+        raise _cli_overwrite(exc, args.out) from None
+    print(f"wrote {n} predictions to {args.out}")
     return 0
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     import dxrf
 
+    from .options import get_options
     from .progress import compute
 
     model, metadata = dxrf.load(args.model, with_metadata=True)
@@ -364,23 +363,24 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     pred = model.predict(X)
     if metadata.get("classes") is not None:
         correct = (pred.astype(np.int64) == data.y.astype(np.int64)).sum()
-        (n_correct,) = compute(dask.delayed(lambda c: (c,))(correct), progress=True)
+        (n_correct,) = compute(dask.delayed(lambda c: (c,))(correct), progress=get_options().progress)
         n = X.shape[0]
         print(f"rows:     {n}")
         print(f"accuracy: {n_correct / n:.6f}")
         print(f"error:    {1 - n_correct / n:.6f}")
         return 0
-    y = _scale_y(data.y, metadata)
-    pred = pred.astype(np.float64)
+    from dxrf._target_scale import unscale
+
+    y = data.y.astype(np.float64)
+    pred = unscale(pred, _old_y_scale(model, metadata)).astype(np.float64)
     if pred.ndim == 2:
         pred = pred[:, 0]
     err = y - pred
     sums = dask.delayed(lambda a, b, c, d: (a, b, c, d))((err**2).sum(), y.sum(), (y**2).sum(), da.fabs(err).sum())
-    sse, sy, syy, sae = compute(sums, progress=True)
+    sse, sy, syy, sae = compute(sums, progress=get_options().progress)
     n = X.shape[0]
     var = syy / n - (sy / n) ** 2
-    scale = " (y scaled into [-1, 1] as in training)" if metadata.get("y_min") is not None else ""
-    print(f"rows: {n}{scale}")
+    print(f"rows: {n}")
     print(f"MSE:  {sse / n:.6g}")
     print(f"RMSE: {np.sqrt(sse / n):.6g}")
     print(f"MAE:  {sae / n:.6g}")
@@ -392,12 +392,14 @@ def add_model_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     """Register fit / predict / evaluate; ``client_runner(fn)`` runs fn inside a cluster client."""
     p = sub.add_parser("fit", help="fit a model on a dxrf zarr group and save it", parents=[common])
     p.add_argument("data", help="training data (a zarr group from `dxrf ingest`)")
-    p.add_argument("--features", choices=FEATURE_MAPS, default="rff")
-    p.add_argument("--kernel", choices=["gaussian", "laplacian", "cauchy"], default="gaussian")
+    p.add_argument("--features", choices=FEATURE_MAPS, default="rff", help="random feature map")
+    p.add_argument("--kernel", choices=["gaussian", "laplacian", "cauchy"], default="gaussian",
+                   help="kernel of the Fourier features")
     p.add_argument("--bandwidth", type=_bandwidths, default=None,
                    help="numbers or 'median', 'median*c', comma-separated (a search over several); "
                         "default: a search over median*0.25 ... median*4")
-    p.add_argument("--sampling", choices=["iid", "orthogonal", "qmc", "structured"], default="iid")
+    p.add_argument("--sampling", choices=["iid", "orthogonal", "qmc", "structured"], default="iid",
+                   help="how the Fourier frequencies are drawn")
     p.add_argument("--pieces", type=int, default=2, help="maxout pieces")
     p.add_argument("--select", type=_select_list, default=None,
                    help=f"feature selections, comma-separated: {', '.join(SELECTIONS)} (default none)")
@@ -406,28 +408,33 @@ def add_model_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     p.add_argument("--lam", type=_float_list, default=None, help="ELSS leverage penalties (default 1e-3)")
     p.add_argument("--method", choices=["sample", "top"], default=None, help="draw of elss and lkrf (default sample)")
     p.add_argument("--rho", type=_float_list, default=None, help="LKRF chi-square radii (default 1)")
-    p.add_argument("--model", choices=MODELS, default="ridge")
+    p.add_argument("--model", choices=MODELS, default="ridge", help="learner")
     p.add_argument("--alpha", type=float, default=None, help="one ridge penalty (default 1e-3)")
     p.add_argument("--alphas", type=_float_list, default=None, help="comma-separated penalty grid (ridge)")
     p.add_argument("--cv", type=_cv, default=None,
                    help="search with k folds (an integer) or a hold-out fraction, all from one pass (default 5)")
-    p.add_argument("--validation", type=float, default=None, help="validation fraction")
+    p.add_argument("--validation", type=float, default=None,
+                   help="validation fraction (default: none for a plain fit, 0.2 with --alphas or sgd)")
     p.add_argument("--standardize", action=argparse.BooleanOptionalAction, default=True,
-                   help="standardise inputs with the stored column statistics (the model keeps them; default: on)")
-    p.add_argument("--scale-y", action="store_true", help="scale a numeric y into [-1, 1]")
-    p.add_argument("--dtype", choices=["float32", "float64"], default="float32")
-    p.add_argument("--seed", type=int, default=0)
+                   help="standardise inputs with the stored column statistics (the model keeps them)")
+    p.add_argument("--scale-y", action="store_true",
+                   help="fit on a numeric y scaled into [-1, 1] (the model keeps the map: predictions are in y's units)")
+    p.add_argument("--dtype", choices=["float32", "float64"], default="float32", help="dtype of the features")
+    p.add_argument("--seed", type=int, default=0, help="random seed of the features and splits")
     p.add_argument("--out", required=True, help="model path (a zarr group)")
     p.set_defaults(func=client_runner(cmd_fit))
 
-    p = sub.add_parser("predict", help="predict with a saved model, writing a zarr group chunk by chunk", parents=[common])
-    p.add_argument("model")
-    p.add_argument("data")
-    p.add_argument("--out", required=True, help="predictions (a zarr group with array y_pred)")
-    p.add_argument("--overwrite", action="store_true")
+    p = sub.add_parser("predict", help="predict with a saved model into a .zarr, .csv or .parquet file, chunk by chunk",
+                       parents=[common])
+    p.add_argument("model", help="a model saved by `dxrf fit`")
+    p.add_argument("data", help="a dxrf zarr group with the model's columns")
+    p.add_argument("--out", required=True,
+                   help="predictions: P.zarr (array y_pred), P.csv or P.parquet (column 'prediction': the value, "
+                        "or the class label)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing OUT")
     p.set_defaults(func=client_runner(cmd_predict))
 
     p = sub.add_parser("evaluate", help="print a saved model's metrics on a dxrf zarr group", parents=[common])
-    p.add_argument("model")
-    p.add_argument("data")
+    p.add_argument("model", help="a model saved by `dxrf fit`")
+    p.add_argument("data", help="a dxrf zarr group with the model's columns and a target")
     p.set_defaults(func=client_runner(cmd_evaluate))

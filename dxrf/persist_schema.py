@@ -31,6 +31,7 @@ _KINDS = (
     "bool",
     "str",
     "finite",  # a finite number or a numeric array of finite values (coefficients)
+    "finite-or-none",
     "numbers",  # a numeric array, NaN allowed (validation curves)
     "labels",  # a 1-d array of at least two distinct class labels
     "labels-or-none",
@@ -53,6 +54,7 @@ _RIDGE = {
     "train_mse_": "real?",
     "alphas_": "finite?",
     "validation_errors_": "numbers?",
+    "y_scale_": "finite-or-none?",  # [y_min, y_max] of a target scaled by open_zarr(scale_y=True)
 }
 _CLASSIFIER = {
     **_RIDGE,
@@ -84,6 +86,7 @@ _SGD = {
     "n_iter_": "int",
     "validation_errors_": "numbers",
     "train_errors_": "numbers",
+    "y_scale_": "finite-or-none?",
 }
 _SELECTOR = {
     **_COMMON,
@@ -176,6 +179,8 @@ def _kind_error(kind: str, v: Any) -> str | None:
         return None if isinstance(v, str) else "a string"
     if kind == "dict":
         return None if isinstance(v, Mapping) else "a dict"
+    if kind == "finite-or-none":
+        return None if v is None else _kind_error("finite", v)
     if kind == "finite":
         if _is_real(v):
             return None if math.isfinite(v) else "finite"

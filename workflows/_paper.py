@@ -380,12 +380,6 @@ def fourier_kernel(d: int, m0: int, sigma: float, seed: int):
 # --------------------------------------------------------------------------- passes
 
 
-def _end_bar() -> None:
-    # the progress bars end without a newline
-    sys.stdout.write("\n")
-    sys.stdout.flush()
-
-
 def stats_pass(X, T, kernels: Sequence, *, fraction: float | None = None, seed: int = 0) -> list:
     """ONE pass over ``X`` accumulating the statistics of every kernel in ``kernels``.
 
@@ -395,8 +389,7 @@ def stats_pass(X, T, kernels: Sequence, *, fraction: float | None = None, seed: 
     """
     import dxrf
 
-    out = dxrf.accumulate(X, T, list(kernels), split=fraction, split_seed=seed, progress=True)
-    _end_bar()
+    out = dxrf.accumulate(X, T, list(kernels), split=fraction, split_seed=seed, progress=None)
     return [o if isinstance(o, tuple) else (o,) for o in out]
 
 
@@ -410,8 +403,7 @@ def error_pass(X, labels, groups: Sequence, *, fraction: float | None = None, se
     """
     from dxrf.scoring import score_models
 
-    out = score_models(X, labels, groups, split=fraction, split_seed=seed, progress=True)
-    _end_bar()
+    out = score_models(X, labels, groups, split=fraction, split_seed=seed, progress=None)
     return list(out) if fraction is not None else [out]
 
 

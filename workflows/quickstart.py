@@ -120,8 +120,8 @@ def run(args: argparse.Namespace) -> dict:
         passes = 0
         for seed in range(args.seeds):
             cand = dxrf.RandomFourierFeatures(m0, bandwidth="median", random_state=seed).fit(train_data.X)
-            train, valid = dxrf.accumulate(train_data.X, train_data.y, cand, split=0.2, split_seed=seed, progress=True)
-            test = dxrf.accumulate(X_test, y_test, cand, progress=True)
+            train, valid = dxrf.accumulate(train_data.X, train_data.y, cand, split=0.2, split_seed=seed, progress=None)
+            test = dxrf.accumulate(X_test, y_test, cand, progress=None)
             passes += 2
             spectrum = gram_spectrum(train + valid)
             for method in METHODS:

@@ -47,7 +47,9 @@ Modules
 ``labels`` (shared argument checks, target classes), ``readers`` (one module
 per source format), ``table_scan`` and ``tables`` (the CSV/Parquet pipeline),
 ``arrays`` (the NumPy/LibSVM pipeline), ``pipeline`` (:func:`ingest`),
-``write`` (:func:`write_zarr`) and ``dataset`` (:func:`open_zarr`).
+``write`` (:func:`write_zarr`), ``dataset`` (:func:`open_zarr`), ``like``
+(``ingest(like=...)``), ``index_columns`` (the row-index warning),
+``predictions`` (:func:`write_predictions`) and ``split`` (:func:`split_zarr`).
 """
 
 from __future__ import annotations
@@ -77,6 +79,8 @@ from .dataset import ZarrDataset, _scale_block, _standardize_block, _unscale_blo
 from .labels import _class_codes, _resolve_task, _row, _sort_labels, _unique_labels
 from .layout import _RESERVED_ATTRS, DXRF_FORMAT, IngestReport, _json_value, _report, default_compressor
 from .pipeline import ingest
+from .predictions import open_predictions, write_predictions
+from .split import split_zarr
 from .readers.csv import _csv_errors, _csv_frames
 from .readers.libsvm import _QID, _libsvm_blocks, _open_text, _parse_libsvm
 from .readers.npy import _NpzMember, _read_row_blocks
@@ -93,6 +97,9 @@ __all__ = [
     "ZarrDataset",
     "default_compressor",
     "ingest",
+    "open_predictions",
     "open_zarr",
+    "split_zarr",
+    "write_predictions",
     "write_zarr",
 ]

@@ -18,6 +18,7 @@ import zarr
 from dask.base import tokenize
 
 from .integrity import IntegrityError, checked_reader, describe, verify
+from .._target_scale import register
 from .layout import DXRF_FORMAT
 
 
@@ -134,11 +135,15 @@ class ZarrDataset:
     def scale_y(self, y: Any) -> Any:
         """Map targets to [-1, 1]: ``2 (y - y_min) / (y_max - y_min) - 1``.
 
-        A constant target maps to 0. Lazy for dask input.
+        A constant target maps to 0. Lazy for dask input. A dxrf regressor
+        fitted on the dask array returned keeps ``[y_min, y_max]`` (its
+        ``y_scale_``) and predicts in the data's units; an array derived from
+        it (sliced, rechunked) is not recognised.
         """
         lo, hi = self._y_range()
         if isinstance(y, da.Array):
-            return y.map_blocks(_scale_block, lo=lo, hi=hi, dtype=np.float32)
+            # recorded, so that a regressor fitted on it predicts in the data's units
+            return register(y.map_blocks(_scale_block, lo=lo, hi=hi, dtype=np.float32), lo, hi)
         return _scale_block(np.asarray(y), lo, hi)
 
     def unscale_y(self, y: Any) -> Any:
@@ -185,7 +190,9 @@ def open_zarr(
         via ``map_blocks`` (no pass over the data).
     scale_y : bool, default False
         Return a numeric ``y`` mapped lazily into [-1, 1] with the stored
-        ``y_min``/``y_max``: ``2 (y - y_min) / (y_max - y_min) - 1``.
+        ``y_min``/``y_max``: ``2 (y - y_min) / (y_max - y_min) - 1``. A dxrf
+        regressor fitted on this ``y`` keeps the map and predicts (and scores)
+        in the data's units.
 
     Returns
     -------

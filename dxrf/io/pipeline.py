@@ -27,7 +27,9 @@ from .checks import (
     _infer_format,
     _is_tsv,
 )
+from .index_columns import warn_index_columns
 from .layout import IngestReport, _report
+from .like import check_columns_like, training_encoding
 from .readers.csv import _csv_errors, _csv_frames
 from .readers.parquet import _parquet_frames
 from .table_scan import _TableOptions
@@ -51,6 +53,7 @@ def ingest(
     target_map: Mapping[Any, Any] | Callable[[Any], Any] | None = None,
     levels: Mapping[str, Sequence[Any]] | None = None,
     handle_unknown: str = "error",
+    like: str | os.PathLike | None = None,
     max_levels: int = 1000,
     transform: Callable[[pd.DataFrame], pd.DataFrame] | None = None,
     n_rows: int | None = None,
@@ -128,6 +131,12 @@ def ingest(
     handle_unknown : {"error", "ignore"}, default "error"
         For a categorical value outside fixed ``levels``: raise, or encode it
         as an all-zero row.
+    like : path, optional
+        An ingested training group to encode exactly like: its one-hot
+        levels, target classes, missing level and column order (a level the
+        file lacks still gets its all-zero column; a column missing from the
+        file, or one the training group lacks, is an error). Not together with
+        ``levels``. The new group's statistics are still its own rows'.
     max_levels : int, default 1000
         A categorical column with more distinct values is an error (it is
         probably an identifier or free text).
@@ -209,7 +218,13 @@ def ingest(
         if bad:
             raise ValueError(f"{', '.join(bad)} only apply to CSV and Parquet sources, not {fmt}")
 
+    like_info = None
+    if like is not None:
+        like_info = training_encoding(like, target, levels)
+        levels, missing_level = like_info["levels"], like_info["missing_level"] or missing_level
     attrs: dict[str, Any] = {"source": str(path), "format": fmt}
+    if like_info is not None:
+        attrs["encoded_like"] = like_info["path"]
     with _atomic_directory(dest, overwrite) as tmp:
         if fmt in ("csv", "parquet"):
             opts = _TableOptions(
@@ -224,6 +239,7 @@ def ingest(
                 transform=transform,
                 target_map=target_map,
                 nan_policy=nan_policy,
+                like_columns=None if like_info is None else like_info["columns"],
             )
             if fmt == "csv":
                 kw: dict[str, Any] = dict(read_options or {})
@@ -257,4 +273,8 @@ def ingest(
                 chunk_rows=chunk_rows, nan_policy=nan_policy, max_levels=int(max_levels),
                 target_map=target_map, progress=progress, attrs=attrs,
             )
-    return _report(Path(dest).expanduser().absolute(), out)
+            if like_info is not None:
+                check_columns_like(out["columns"], like_info["columns"], like_info["path"])
+    final = Path(dest).expanduser().absolute()
+    warn_index_columns(str(final), out["columns"], chunk_rows)
+    return _report(final, out)

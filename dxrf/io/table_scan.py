@@ -44,6 +44,8 @@ class _TableOptions:
     transform: Callable[[pd.DataFrame], pd.DataFrame] | None
     target_map: Mapping[Any, Any] | Callable[[Any], Any] | None
     nan_policy: str
+    # the encoded columns of a training group to reproduce (``ingest(like=...)``)
+    like_columns: list[str] | None = None
 
     @property
     def auto_categorical(self) -> bool:

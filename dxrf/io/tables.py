@@ -82,7 +82,7 @@ class _TableSchema:
                 i = int(np.flatnonzero(unknown)[0])
                 raise ValueError(
                     f"column {name!r}: value {vals.iloc[i]!r} at row {_row(df.index[i])} is not one of the "
-                    f"{len(index)} known levels; pass handle_unknown='ignore' to encode unknown values as all zeros"
+                    f"{len(index)} known levels; pass handle_unknown='ignore' (--handle-unknown ignore) to encode unknown values as all zeros"
                 )
             if q is not None:
                 codes[missing] = q
@@ -110,6 +110,37 @@ class _TableSchema:
         return codes.astype(np.int32)  # -1 marks a missing target
 
 
+def _source_order(encoded: list[str], levels: dict[str, list[str]]) -> list[str]:
+    """Source columns in the order of a group's encoded columns (``c=level`` back to ``c``)."""
+    one_hot = {f"{c}={lv}": c for c, lvs in levels.items() for lv in lvs}
+    return list(dict.fromkeys(one_hot.get(col, col) for col in encoded))
+
+
+def _order_like(features: list, opts: _TableOptions) -> list:
+    """The features in the training group's column order; an error naming missing or extra columns."""
+    order = _source_order(opts.like_columns, {c: [str(v) for v in lv] for c, lv in opts.levels.items()})
+    have = [name for name, _ in features]
+    missing = [c for c in order if c not in have]
+    if missing:
+        raise ValueError(f"the training group's columns {missing} are not in the source")
+    extra = [c for c in have if c not in order]
+    if extra:
+        raise ValueError(f"columns {extra} are not in the training group; drop them (--drop, drop_columns=)")
+    return sorted(features, key=lambda f: order.index(f[0]))
+
+
+def _check_like(schema: _TableSchema, like: list[str]) -> None:
+    if schema.columns == like:
+        return
+    i = next((i for i, (a, b) in enumerate(zip(schema.columns, like)) if a != b), min(len(schema.columns), len(like)))
+    here = schema.columns[i] if i < len(schema.columns) else "(none)"
+    there = like[i] if i < len(like) else "(none)"
+    raise ValueError(
+        f"the encoded columns differ from the training group's at position {i}: {here!r} here, {there!r} "
+        f"there (a column numeric in one and text in the other?)"
+    )
+
+
 def _build_schema(scan: _Scan, opts: _TableOptions, str_columns: set[str]) -> _TableSchema:
     """Second half of the first pass: decide kinds, levels, task and classes."""
     features: list[tuple[str, list[str] | None]] = []
@@ -125,6 +156,8 @@ def _build_schema(scan: _Scan, opts: _TableOptions, str_columns: set[str]) -> _T
             features.append((c, lv))
         else:
             features.append((c, None))
+    if opts.like_columns is not None:
+        features = _order_like(features, opts)
     t = scan.target
     task = None
     classes = None
@@ -142,7 +175,10 @@ def _build_schema(scan: _Scan, opts: _TableOptions, str_columns: set[str]) -> _T
                 classes = _sort_labels(scan.levels.get(t, set()))
             if not classes:
                 raise ValueError(f"target column {t!r} has no values")
-    return _TableSchema(features, t, task, classes, opts.missing_level, opts.handle_unknown)
+    schema = _TableSchema(features, t, task, classes, opts.missing_level, opts.handle_unknown)
+    if opts.like_columns is not None:
+        _check_like(schema, opts.like_columns)
+    return schema
 
 
 def _check_nan_policy_table(scan: _Scan, schema: _TableSchema, opts: _TableOptions) -> None:

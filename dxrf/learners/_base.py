@@ -16,6 +16,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._labels import class_labels, encode_classes
 from .._memory import check_statistics
+from .._target_scale import scale_of, unscale
 from .._validation import check_fraction, check_X, is_dask, is_integer
 from ..engine import map_rows
 from ..features.kernel import FeatureKernel
@@ -23,7 +24,7 @@ from ..features.maps import RandomFourierFeatures
 from ..persist import SaveMixin
 from ..stats import FeatureStats, accumulate
 
-__all__ = ["RandomFeatureModel", "is_selector", "linear_predict", "check_validation"]
+__all__ = ["RandomFeatureModel", "TargetScaleMixin", "is_selector", "linear_predict", "check_validation"]
 
 
 def is_selector(obj: object) -> bool:
@@ -66,6 +67,38 @@ def linear_predict(X: np.ndarray | da.Array, kernel: FeatureKernel, coef: np.nda
         return out.astype(np.float64, copy=False)
     return map_rows(X, _predict_block, (kernel, coef, intercept), coef.shape[1], np.float64,
                     n_features=kernel.n_features_in, name="dxrf-predict", work=kernel.n_components)
+
+
+class TargetScaleMixin:
+    """Regressors fitted on ``open_zarr(..., scale_y=True)``'s target predict in the data's units.
+
+    ``fit`` sets ``y_scale_``: ``[y_min, y_max]`` of the scaled target it was
+    given, else None. Subclasses pass their raw predictions through
+    :meth:`_to_data_units`; ``score`` compares in the data's units, also
+    against a scaled test target.
+    """
+
+    def _to_data_units(self, pred: object) -> object:
+        return unscale(pred, getattr(self, "y_scale_", None))
+
+    def score(self, X: object, y: object, sample_weight: object = None) -> float:
+        """R^2 of ``predict(X)`` against ``y``, in the data's units.
+
+        Parameters
+        ----------
+        X : array-like or dask array of shape (n_samples, n_features)
+        y : array-like or dask array of shape (n_samples,) or (n_samples, k)
+            In the data's units, or a target scaled by ``open_zarr(...,
+            scale_y=True)`` (mapped back before comparing).
+        sample_weight : array-like of shape (n_samples,), optional
+
+        Returns
+        -------
+        float
+        """
+        if getattr(self, "y_scale_", None) is not None:
+            y = unscale(y, scale_of(y))
+        return super().score(X, y, sample_weight=sample_weight)
 
 
 class RandomFeatureModel(SaveMixin, BaseEstimator):
@@ -132,7 +165,8 @@ class RandomFeatureModel(SaveMixin, BaseEstimator):
         return X, encode_classes(y, self.classes_)
 
     def _regression_targets(self, X: object, y: object) -> tuple[np.ndarray | da.Array, np.ndarray | da.Array]:
-        """Validate ``X`` and a numeric ``y`` (1 or k columns), as floats."""
+        """Validate ``X`` and a numeric ``y`` (1 or k columns), as floats; set ``y_scale_``."""
+        self.y_scale_ = scale_of(y)
         X, y = self._validate_Xy(X, y, y_numeric=True, multi_output=True)
         return X, y if np.issubdtype(y.dtype, np.floating) else y.astype(np.float64)
 

@@ -8,7 +8,7 @@ from sklearn.base import RegressorMixin
 
 from .._validation import check_nonnegative
 from ..stats import FeatureStats
-from ._base import RandomFeatureModel, linear_predict
+from ._base import RandomFeatureModel, TargetScaleMixin, linear_predict
 from .ridge_path import check_alpha_grid, mse_from_stats, ridge_path, solve_ridge, statistics_rtol
 
 __all__ = ["RandomFeatureRidge", "check_alphas"]
@@ -74,7 +74,7 @@ class _RidgeSolveMixin:
         return coef
 
 
-class RandomFeatureRidge(_RidgeSolveMixin, RegressorMixin, RandomFeatureModel):
+class RandomFeatureRidge(_RidgeSolveMixin, TargetScaleMixin, RegressorMixin, RandomFeatureModel):
     """Ridge regression on random features, solved from one pass of statistics.
 
     Minimises ``(1/N) |Y - Z theta - 1 beta^T|^2 + alpha |theta|^2`` with ``Z``
@@ -119,7 +119,12 @@ class RandomFeatureRidge(_RidgeSolveMixin, RegressorMixin, RandomFeatureModel):
         training rows only.
     train_mse_ : float
         MSE of the final model on the rows it was fitted on (exact, from the
-        statistics).
+        statistics). Like ``validation_errors_``, in the units of the ``y``
+        given to ``fit``.
+    y_scale_ : ndarray of shape (2,) or None
+        ``[y_min, y_max]`` when ``y`` was scaled by ``open_zarr(...,
+        scale_y=True)``: ``predict`` and ``score`` are then in the data's
+        units.
     features_ : fitted feature map or selector
     kernel_ : FeatureKernel
     n_passes_ : int
@@ -198,7 +203,7 @@ class RandomFeatureRidge(_RidgeSolveMixin, RegressorMixin, RandomFeatureModel):
         X = self._validate_X(X, reset=False)
         coef = self.coef_[:, None] if self.coef_.ndim == 1 else self.coef_.T
         out = linear_predict(X, self.kernel_, coef, np.atleast_1d(self.intercept_))
-        return out[:, 0] if self.coef_.ndim == 1 else out
+        return self._to_data_units(out[:, 0] if self.coef_.ndim == 1 else out)
 
 
 def is_float(a: object) -> bool:

@@ -73,7 +73,8 @@ from .._validation import (
 )
 from ..options import get_options
 from ..stats import hashed_split
-from ._base import RandomFeatureModel, check_validation, is_selector, linear_predict
+from .._target_scale import scale_of
+from ._base import RandomFeatureModel, TargetScaleMixin, check_validation, is_selector, linear_predict
 
 __all__ = [
     "LOSSES",
@@ -416,7 +417,7 @@ _COMMON_ATTRS = """
 """
 
 
-class RandomFeatureSGDRegressor(RegressorMixin, _BaseSGD):
+class RandomFeatureSGDRegressor(TargetScaleMixin, RegressorMixin, _BaseSGD):
     __doc__ = (
         """Least-squares regression on random features by mini-batch SGD.
 
@@ -444,6 +445,10 @@ class RandomFeatureSGDRegressor(RegressorMixin, _BaseSGD):
     Attributes
     ----------"""
         + _COMMON_ATTRS
+        + """    y_scale_ : ndarray of shape (2,) or None
+        ``[y_min, y_max]`` when ``y`` was scaled by ``open_zarr(...,
+        scale_y=True)``: ``predict`` and ``score`` are then in the data's units.
+"""
         + _REFERENCES
         + """
     Examples
@@ -473,6 +478,7 @@ class RandomFeatureSGDRegressor(RegressorMixin, _BaseSGD):
         self
         """
         self._check_params()
+        self.y_scale_ = scale_of(y)
         X, y = self._validate_Xy(X, y, y_numeric=True, multi_output=True)
         if not is_dask(y):
             y = np.asarray(y, dtype=np.float64)
@@ -494,7 +500,7 @@ class RandomFeatureSGDRegressor(RegressorMixin, _BaseSGD):
             Float64; 1-d for a single output. Lazy for dask input.
         """
         out = self._scores(X)
-        return out[:, 0] if self.coef_.shape[1] == 1 else out
+        return self._to_data_units(out[:, 0] if self.coef_.shape[1] == 1 else out)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -248,7 +248,7 @@ def fit_logistic(
     show = get_options().progress if progress is None else progress
     period = _hessian_period(hessian_rows, n, m, kernel.n_features_in)  # checked for every solver
     period = period if chosen == "newton" else 1
-    runner = _PassRunner(X, T, kernel, bool(show), precise=precise, hess_period=period)
+    runner = _PassRunner(X, T, kernel, show, precise=precise, hess_period=period)
     make = _SOLVER_FUNCTIONS[chosen]
     try:
         outcomes = _drive({j: make(obj, W0[:, j].copy(), float(tol), int(max_iter)) for j in range(k)}, runner)

@@ -57,14 +57,14 @@ class _PassRunner:
         X: np.ndarray | da.Array,
         T: np.ndarray | da.Array,
         kernel: FeatureKernel,
-        progress: bool,
+        progress: bool | None,
         precise: bool = False,
         hess_period: int = 1,
     ) -> None:
         self.kernel = kernel
         self.precise = precise
         self.hess_period = hess_period
-        self.progress = bool(progress)
+        self.progress = progress  # None: a bar when stderr is a terminal
         self.count = 0
         self.tile_rows = _tile_rows(kernel)
         self.X, self.T = X, T

@@ -1,0 +1,198 @@
+"""Predictions written chunk by chunk to a zarr group, a CSV file or a Parquet file (by the suffix).
+
+A zarr group (``.zarr``) holds the array ``y_pred`` (float64 predictions, or
+int32 class codes with the labels in the attribute ``classes``), each chunk
+computed and stored by a worker. CSV and Parquet files get one column
+``prediction`` (the class label for a classifier) or ``prediction_0``,
+``prediction_1``, ... for several outputs; their blocks are computed on the
+cluster a few at a time and appended in order by the client, so it never
+holds more than a window of blocks. Every file is written under a temporary
+name and renamed into place when complete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import dask.array as da
+import numpy as np
+import pandas as pd
+import zarr
+
+from .._files import DestinationExistsError, atomic_directory
+from ..progress import blocks_in_order, compute
+from .integrity import IntegrityError, array_options, checked_reader, describe, verify
+from .layout import DXRF_FORMAT, default_compressor
+
+__all__ = ["PREDICTION_FORMATS", "open_predictions", "prediction_format", "write_predictions"]
+
+#: file suffix -> format of :func:`write_predictions`
+PREDICTION_FORMATS = {".zarr": "zarr", ".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
+
+
+def prediction_format(dest: str | os.PathLike) -> str:
+    """``"zarr"``, ``"csv"`` or ``"parquet"`` from the suffix of ``dest``; ValueError for another suffix."""
+    suffix = Path(dest).suffix.lower()
+    if suffix not in PREDICTION_FORMATS:
+        raise ValueError(
+            f"cannot tell the format of {str(dest)!r} from its suffix: predictions go to "
+            f"{', '.join(PREDICTION_FORMATS)} paths"
+        )
+    return PREDICTION_FORMATS[suffix]
+
+
+def _column_names(pred: da.Array) -> list[str]:
+    if pred.ndim == 1:
+        return ["prediction"]
+    return [f"prediction_{j}" for j in range(pred.shape[1])]
+
+
+@contextlib.contextmanager
+def _atomic_file(dest: str | os.PathLike, overwrite: bool) -> Iterator[Path]:
+    """A temporary sibling of the file ``dest``, renamed onto it on success and removed on error."""
+    dest = Path(dest).expanduser().absolute()
+    if dest.exists() or dest.is_symlink():
+        if not overwrite:
+            raise DestinationExistsError(f"destination {str(dest)!r} exists; pass overwrite=True to replace it")
+        if not dest.is_file() or dest.is_symlink():
+            raise ValueError(f"refusing to overwrite {str(dest)!r}: it is not a regular file")
+    if not dest.parent.is_dir():
+        raise ValueError(f"parent directory of the destination does not exist: {str(dest.parent)!r}")
+    tmp = dest.parent / f"{dest.name}.tmp-{secrets.token_hex(6)}"
+    try:
+        yield tmp
+        os.replace(tmp, dest)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _frames(pred: da.Array, classes: Sequence[Any] | None) -> Iterator[pd.DataFrame]:
+    names = _column_names(pred)
+    if pred.ndim == 2 and len(pred.chunks[1]) > 1:
+        pred = pred.rechunk({1: -1})
+    labels = None if classes is None else np.asarray(list(classes))
+    for block in blocks_in_order(list(pred.to_delayed().ravel())):
+        block = np.asarray(block)
+        if labels is not None:
+            block = labels[block.astype(np.intp)]
+        yield pd.DataFrame(block.reshape(len(block), -1), columns=names)
+
+
+def write_predictions(
+    pred: da.Array,
+    dest: str | os.PathLike,
+    *,
+    classes: Sequence[Any] | None = None,
+    attrs: Mapping[str, Any] | None = None,
+    overwrite: bool = False,
+    progress: bool | None = False,
+) -> int:
+    """Write predictions to ``dest``, a ``.zarr`` group, ``.csv`` or ``.parquet`` file, chunk by chunk.
+
+    Parameters
+    ----------
+    pred : dask.array.Array, shape (N,) or (N, k)
+        Predictions; for a classifier the int class codes into ``classes``.
+    dest : path
+        The suffix chooses the format (see :data:`PREDICTION_FORMATS`).
+    classes : sequence, optional
+        Class labels in code order: stored as the attribute ``classes`` of a
+        zarr group; CSV and Parquet files get the labels themselves.
+    attrs : dict, optional
+        JSON attributes of a zarr group (e.g. the model and data paths).
+    overwrite : bool, default False
+        Replace an existing file (or dxrf group) at ``dest``.
+    progress : bool or None, default False
+        A progress bar on stderr while a zarr group is written (see
+        :mod:`dxrf.progress`).
+
+    Returns
+    -------
+    int
+        Rows written.
+    """
+    if not isinstance(pred, da.Array):
+        raise TypeError(f"pred must be a dask array, got {type(pred).__name__}")
+    if pred.ndim not in (1, 2):
+        raise ValueError(f"pred must be 1- or 2-dimensional, got shape {pred.shape}")
+    fmt = prediction_format(dest)
+    if fmt == "zarr":
+        with atomic_directory(dest, overwrite) as tmp:
+            root = zarr.open_group(str(tmp), mode="w", zarr_format=3)
+            shape = pred.shape
+            chunks = (pred.chunks[0][0],) + shape[1:]
+            fill = np.nan if pred.dtype.kind == "f" else -1
+            arr = root.create_array("y_pred", shape=shape, chunks=chunks, dtype=pred.dtype, fill_value=fill,
+                                    **array_options(default_compressor()))
+            # chunk by chunk: each block is computed and stored on a worker, never gathered
+            stored = da.store(pred.rechunk((chunks[0],) + shape[1:]), arr, lock=False, compute=False)
+            compute(stored, progress=progress)
+            meta = {"dxrf_format": DXRF_FORMAT, "content": "predictions", "columns": _column_names(pred),
+                    "n_rows": int(shape[0]), "arrays": {"y_pred": describe(arr)}}
+            if classes is not None:
+                meta["classes"] = list(classes)
+            root.attrs.update({**dict(attrs or {}), **meta})
+        return int(shape[0])
+    with _atomic_file(dest, overwrite) as tmp:
+        if fmt == "csv":
+            with open(tmp, "w", newline="") as fh:
+                for i, frame in enumerate(_frames(pred, classes)):
+                    frame.to_csv(fh, header=i == 0, index=False)
+        else:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            writer = None
+            try:
+                for frame in _frames(pred, classes):
+                    table = pa.Table.from_pandas(frame, preserve_index=False)
+                    if writer is None:
+                        writer = pq.ParquetWriter(str(tmp), table.schema)
+                    writer.write_table(table)  # one row group per block
+            finally:
+                if writer is not None:
+                    writer.close()
+    return int(pred.shape[0])
+
+
+def open_predictions(path: str | os.PathLike) -> tuple[da.Array, dict]:
+    """The ``y_pred`` array (lazy) and attributes of a prediction group written by :func:`write_predictions`.
+
+    Raises
+    ------
+    ValueError
+        When ``path`` is not a zarr group holding ``y_pred``.
+    """
+    p = Path(path).expanduser().absolute()
+    if not (p / "zarr.json").is_file():
+        raise ValueError(f"{str(p)!r} is not a zarr group")
+    try:
+        group = zarr.open_group(str(p), mode="r")
+        node = group["y_pred"]
+    except KeyError:
+        raise ValueError(f"{str(p)!r} is not a prediction group (no array 'y_pred')") from None
+    except Exception as exc:  # zarr raises many types for corrupt metadata
+        raise ValueError(f"{str(p)!r} is not a readable prediction group: {exc}") from None
+    if not isinstance(node, zarr.Array):
+        raise ValueError(f"{str(p)!r}: 'y_pred' is not an array")
+    attrs = dict(group.attrs)
+    record = attrs.get("arrays")
+    if attrs.get("dxrf_format") != DXRF_FORMAT or not isinstance(record, dict):
+        raise IntegrityError(f"{str(p)!r}: not a prediction group of dxrf_format {DXRF_FORMAT} (no record of its arrays)")
+    where = f"{str(p)!r}: array 'y_pred'"
+    verify(node, record.get("y_pred"), where)
+    if attrs.get("n_rows") != node.shape[0]:
+        raise IntegrityError(f"{where} has {node.shape[0]} rows but the group records n_rows={attrs.get('n_rows')!r}")
+    return da.from_array(checked_reader(node, where), chunks=node.chunks), attrs
+
+
+def is_prediction_group(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a zarr group with ``y_pred`` and no ``X`` (what ``dxrf predict`` writes)."""
+    p = Path(path).expanduser()
+    return (p / "y_pred" / "zarr.json").is_file() and not (p / "X").exists()
