@@ -84,6 +84,13 @@ DATA_CASES = [
      r"array 'X'.*no crc32c checksum codec"),
     ("record-removed", lambda g: _edit(g / "zarr.json", lambda d: d["attributes"].pop("arrays")),
      r"attribute 'arrays' .* is missing"),
+    ("x-chunks-grown-everywhere", lambda g: (
+        _edit(g / "X" / "zarr.json", lambda d: d["chunk_grid"]["configuration"].update(chunk_shape=[10**11, 3])),
+        _edit(g / "zarr.json", lambda d: (d["attributes"].update(chunk_rows=10**11),
+                                          d["attributes"]["arrays"]["X"].update(chunks=[10**11, 3]))),
+    ), r"one chunk of array 'X' \(100000000000, 3\) needs about .* GiB .* smaller chunk_rows"),
+    ("x-chunks-changed", lambda g: _edit(g / "X" / "zarr.json", lambda d: d["chunk_grid"]["configuration"].update(chunk_shape=[50, 3])),
+     r"array 'X'.*stored chunks \[50, 3\] differs from the chunks \[100, 3\]"),
     ("y-array-removed", lambda g: shutil.rmtree(g / "y"), r"array 'y' is missing, but its writer recorded it"),
 ]
 
@@ -102,8 +109,9 @@ def test_tampered_data_is_refused_at_open(stored, tmp_path, tamper, match):
     shutil.copytree(stored / "reg.zarr", group)
     dxrf.io.open_zarr(group)  # intact
     tamper(group)
-    # metadata zarr itself cannot parse is a plain ValueError; everything else is an IntegrityError
-    with pytest.raises(ValueError if "corrupt array metadata" in match else IntegrityError, match=match):
+    # metadata zarr itself cannot parse, and a memory refusal, are plain ValueErrors; the rest IntegrityErrors
+    plain = "corrupt array metadata" in match or "needs about" in match
+    with pytest.raises(ValueError if plain else IntegrityError, match=match):
         dxrf.io.open_zarr(group)
 
 

@@ -17,6 +17,7 @@ import numpy as np
 import zarr
 from dask.base import tokenize
 
+from .._memory import check_task
 from .integrity import IntegrityError, checked_reader, describe, verify
 from .._target_scale import register
 from .layout import DXRF_FORMAT
@@ -260,6 +261,11 @@ def open_zarr(
         raise IntegrityError(f"{spath!r}: array 'X' has {zx.shape[0]} rows but the group records n_rows={attrs.get('n_rows')!r}")
     for name, node in arrays.items():  # after the cheap checks: this lists the store
         verify(node, record[name], f"{spath!r}: array {name!r}")
+    if zx.chunks != (attrs.get("chunk_rows"), zx.shape[1]):
+        raise IntegrityError(f"{spath!r}: array 'X' has chunks {zx.chunks} but the group records chunk_rows={attrs.get('chunk_rows')!r}")
+    # a task decodes whole chunks: one that cannot fit a worker (or this process) is refused before any read
+    check_task(int(np.prod(zx.chunks)) * zx.dtype.itemsize, f"{spath!r}: one chunk of array 'X' {zx.chunks}",
+               "ingest the data again with a smaller chunk_rows")
     if "y" in arrays and arrays["y"].shape != zx.shape[:1]:
         raise ValueError(f"{spath!r}: array 'y' has shape {arrays['y'].shape} for {zx.shape[0]} rows of X")
     classes = attrs.get("classes")
