@@ -341,6 +341,18 @@ def _parameter_names(source: str) -> set[str]:
     return names
 
 
+def parameter_values(path: Path) -> dict:
+    """The literal values assigned in a notebook's cell tagged ``parameters``."""
+    nb = nbformat.read(path, as_version=4)
+    (cell,) = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    out = {}
+    for node in ast.parse(cell.source).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            with contextlib.suppress(ValueError):
+                out[node.targets[0].id] = ast.literal_eval(node.value)
+    return out
+
+
 def inject_parameters(nb: nbformat.NotebookNode, params: dict) -> None:
     """Papermill's convention: a cell tagged ``injected-parameters`` after the one tagged ``parameters``."""
     cells = [i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", [])]
@@ -416,7 +428,8 @@ def kernel_env(scheduler: str | None, extra: dict | None = None) -> dict:
 SMALL = {
     "01-quickstart": {"N_ROWS": 3000, "M": 40, "M0": 200, "CHUNK_ROWS": 1000},
     "02-leverage-scores": {"N_ROWS": 3000, "M0": 200, "M": 20, "REPEATS": 3, "CHUNK_ROWS": 1000},
-    "03-out-of-core": {"DATA_BYTES": 4_000_000, "N_FEATURES": 16, "CHUNK_ROWS": 8192, "M0": 200},
+    # DATA_BYTES None: twice the 1 GiB workers' limit, cut by the cap to 4 MB
+    "03-out-of-core": {"DATA_BYTES": None, "MAX_DATA_BYTES": 4_000_000, "N_FEATURES": 16, "CHUNK_ROWS": 8192, "M0": 200},
 }
 
 
@@ -440,10 +453,27 @@ def _check_quickstart(s: dict, work: Path, params: dict) -> None:
     assert s["n_columns"] > 90  # one-hot encoded Adult: 6 numeric + ~99 levels
     assert 0 < s["dof"] < params["M0"]
     assert s["n_passes"] == 2  # the median bandwidth's row sample + the one statistics pass
-    # both models beat the majority class, by a margin, on the real test file
+    grids = parameter_values(ROOT / "notebooks" / "01-quickstart.ipynb")  # the grids the tests keep
+    methods = s["methods"]
+    assert methods == grids["METHODS"] and {"none", "elss-sample", "elss-top"} <= set(methods)
+    # every method has its own penalties, chosen on the validation rows from the notebook's grids
+    for m in methods:
+        assert s["alpha"][m] in grids["ALPHAS"]
+        assert (s["lam"][m] is None) is (m == "none")
+        assert s["lam"][m] is None or s["lam"][m] in grids["LAMS"]
+        assert -1 < s["validation_r2"][m] < 1
+    # every model beats the majority class, by a margin, on the real test file
     assert 0.7 < s["majority_rate"] < 0.8
-    assert s["accuracy_elss"] > s["majority_rate"] + 0.01
-    assert s["accuracy_rff"] > s["majority_rate"] + 0.01
+    accuracy = s["test_accuracy"]
+    assert set(accuracy) == set(methods)
+    for m in methods:
+        assert accuracy[m] > s["majority_rate"] + 0.01, m
+    # the winner and the sentence saying so follow from the numbers
+    best = max(accuracy.values())
+    winners = [m for m in methods if accuracy[m] == best]
+    assert s["winner"] == (winners[0] if len(winners) == 1 else "tie")
+    assert f"{best:.4f}" in s["verdict"]
+    assert ("won on adult.test" in s["verdict"]) is (len(winners) == 1)
     assert Path(s["figure"]).is_file() and Path(s["figure"]).is_relative_to(work)
 
 
@@ -463,8 +493,22 @@ def _check_leverage(s: dict, work: Path, params: dict) -> None:
 
 
 def _check_out_of_core(s: dict, work: Path, params: dict) -> None:
-    n_rows = math.ceil(params["DATA_BYTES"] / (4 * params["N_FEATURES"]))
+    cap = params["MAX_DATA_BYTES"]
+    limit = s["worker_memory_limit"]
+    requested = params["DATA_BYTES"] or 2 * limit
+    assert s["max_data_bytes"] == cap and s["requested_bytes"] == requested
+    assert s["capped"] is (requested > cap)
+    row_bytes = 4 * (params["N_FEATURES"] + 1)  # X and y, float32
+    n_rows = min(requested, cap) // row_bytes
     assert s["n_rows"] == s["rows_seen"] == n_rows
+    # what is written stays within the cap, before compression and on disk (zarr metadata: a few kB)
+    assert s["data_bytes"] == n_rows * row_bytes <= cap
+    assert 0.5 * s["data_bytes"] < s["bytes_on_disk"] <= s["data_bytes"] + 64 * 1024
+    # out of core exactly when the data exceed the smallest worker's limit, and the notebook says which
+    assert s["out_of_core"] is (s["data_bytes"] > limit)
+    assert ("NOT out of core" in s["size_note"]) is (not s["out_of_core"])
+    if s["capped"] and not s["out_of_core"]:
+        assert "MAX_DATA_BYTES" in s["size_note"]
     assert s["n_chunks"] == math.ceil(n_rows / params["CHUNK_ROWS"])
     assert s["workers_unchanged"] is True
     assert s["validation_r2"] > 0.5
@@ -487,6 +531,7 @@ def test_notebook_runs_against_the_scheduler(path, cluster, kernel_dir, tmp_path
     if path.stem == "03-out-of-core":
         assert s["dashboard_link"] == f"http://127.0.0.1:{cluster.dashboard_port}/status"
         assert s["worker_memory_limit"] == parse_bytes(WORKER_MEMORY)
+        assert s["capped"] is True and s["out_of_core"] is False  # twice 1 GiB, cut to 4 MB by the cap
     CHECKS[path.stem](s, work, SMALL[path.stem])
     assert n_images(nb) >= MIN_IMAGES[path.stem]
 
@@ -494,11 +539,14 @@ def test_notebook_runs_against_the_scheduler(path, cluster, kernel_dir, tmp_path
 def test_notebook_starts_a_local_cluster_without_a_scheduler_address(cluster, kernel_dir, tmp_path):
     path = ROOT / "notebooks" / "03-out-of-core.ipynb"
     work = tmp_path / "work"
-    params = {**SMALL["03-out-of-core"], "WORK_DIR": str(work), "N_WORKERS": 1}
+    # an explicit size under the cap: not capped; the embedded worker's limit is large, so not out of core either
+    small = {**SMALL["03-out-of-core"], "DATA_BYTES": 3_000_000}
+    params = {**small, "WORK_DIR": str(work), "N_WORKERS": 1}
     _, s = execute_notebook(path, params, kernel_env(None), tmp_path, kernel_dir)
     assert s["scheduler"] != cluster.address and s["scheduler"].startswith("tcp://127.0.0.1:")
     assert s["n_workers"] == 1
-    _check_out_of_core(s, work, SMALL["03-out-of-core"])
+    assert s["capped"] is False and s["out_of_core"] is False
+    _check_out_of_core(s, work, small)
 
 
 # --------------------------------------------------------------------------- the CLI on the cluster
