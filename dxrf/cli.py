@@ -192,15 +192,61 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@contextlib.contextmanager
+def _quiet_distributed() -> Iterator[None]:
+    """Keep distributed's own log records (tracebacks of a lost scheduler, worker chatter) off stderr.
+
+    A command reports a failure in one line of its own; distributed would
+    first print dozens of lines about the same event. ``DXRF_TRACEBACK=1``
+    keeps them.
+    """
+    if os.environ.get("DXRF_TRACEBACK"):
+        yield
+        return
+    import logging
+
+    loggers = [logging.getLogger(name) for name in ("distributed", "tornado", "asyncio")]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        for lg, level in zip(loggers, levels):
+            lg.setLevel(level)
+
+
+def _broken_pipe() -> int:
+    """The reader of stdout went away (``dxrf info ... | head``): stop quietly.
+
+    As Python's documentation advises for SIGPIPE: point stdout at devnull so
+    that the interpreter's final flush does not fail again.
+    """
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return 1  # the status Python itself exits with on EPIPE
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dxrf`` command."""
+    from ._files import DestinationExistsError
+
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        with _quiet_distributed():
+            status = int(args.func(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handler below
+        return status
+    except BrokenPipeError:
+        return _broken_pipe()
     except KeyboardInterrupt:
         print("dxrf: interrupted", file=sys.stderr)
         return 130
+    except DestinationExistsError as exc:
+        print(f"dxrf: error: {exc.message('--overwrite')}", file=sys.stderr)
+        return EXIT_USAGE
     except (CommandError, ValueError, TypeError, KeyError, FileNotFoundError, FileExistsError, OSError) as exc:
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         print(f"dxrf: error: {message}", file=sys.stderr)

@@ -240,6 +240,10 @@ def cmd_fit(args: argparse.Namespace) -> int:
     import dxrf
     import dxrf.io
 
+    from ._files import check_destination
+
+    # before the pass: a destination that will be refused is refused now, not after the fit
+    check_destination(args.out, kind="model", overwrite=args.overwrite)
     data = dxrf.io.open_zarr(args.data)
     if data.y is None:
         raise ValueError(f"{args.data} has no target array y; ingest it with --target")
@@ -266,7 +270,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     for w in caught:
         if not issubclass(w.category, UserWarning):
             warnings.showwarning(w.message, w.category, w.filename, w.lineno)
-    model.save(args.out, metadata=metadata)
+    model.save(args.out, metadata=metadata, overwrite=args.overwrite)
     if hasattr(model, "cv_results_"):
         _print_search(model, X, elapsed, args.out, classification)
     else:
@@ -317,10 +321,10 @@ def _print_search(model: object, X: da.Array, elapsed: float, out: str, classifi
 def _write_predictions(pred: da.Array, dest: str, attrs: dict, overwrite: bool) -> None:
     import zarr
 
-    from ._files import atomic_directory
+    from ._files import KIND_ATTR, atomic_directory
     from .progress import compute
 
-    with atomic_directory(dest, overwrite) as tmp:
+    with atomic_directory(dest, overwrite, kind="predictions") as tmp:
         root = zarr.open_group(str(tmp), mode="w", zarr_format=3)
         shape = pred.shape
         chunks = (pred.chunks[0][0],) + shape[1:]
@@ -328,7 +332,7 @@ def _write_predictions(pred: da.Array, dest: str, attrs: dict, overwrite: bool) 
         # chunk by chunk: each block is computed and stored on a worker, never gathered
         stored = da.store(pred.rechunk((chunks[0],) + shape[1:]), arr, lock=False, compute=False)
         compute(stored, progress=True)
-        root.attrs.update({"dxrf_format": 1, **attrs})
+        root.attrs.update({"dxrf_format": 1, KIND_ATTR: "predictions", **attrs})
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
@@ -418,13 +422,14 @@ def add_model_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     p.add_argument("--dtype", choices=["float32", "float64"], default="float32")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", required=True, help="model path (a zarr group)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing model at --out")
     p.set_defaults(func=client_runner(cmd_fit))
 
     p = sub.add_parser("predict", help="predict with a saved model, writing a zarr group chunk by chunk", parents=[common])
     p.add_argument("model")
     p.add_argument("data")
     p.add_argument("--out", required=True, help="predictions (a zarr group with array y_pred)")
-    p.add_argument("--overwrite", action="store_true")
+    p.add_argument("--overwrite", action="store_true", help="replace existing predictions at --out")
     p.set_defaults(func=client_runner(cmd_predict))
 
     p = sub.add_parser("evaluate", help="print a saved model's metrics on a dxrf zarr group", parents=[common])

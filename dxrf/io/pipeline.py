@@ -210,7 +210,7 @@ def ingest(
             raise ValueError(f"{', '.join(bad)} only apply to CSV and Parquet sources, not {fmt}")
 
     attrs: dict[str, Any] = {"source": str(path), "format": fmt}
-    with _atomic_directory(dest, overwrite) as tmp:
+    with _atomic_directory(dest, overwrite, kind="data") as tmp:
         if fmt in ("csv", "parquet"):
             opts = _TableOptions(
                 target=target,

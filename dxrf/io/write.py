@@ -155,7 +155,7 @@ def write_zarr(
             for i in range(0, n, chunk_rows):
                 yield X[i : i + chunk_rows], None if y is None else y[i : i + chunk_rows]
 
-    with _atomic_directory(dest, overwrite) as tmp:
+    with _atomic_directory(dest, overwrite, kind="data") as tmp:
         writer = _ZarrWriter(
             tmp,
             cols,
