@@ -73,6 +73,10 @@ def _with_client(fn):
     def run(args: argparse.Namespace) -> int:
         from .options import options
 
+        # a command's own checks of its arguments (e.g. its destination) run before a cluster starts
+        precheck = getattr(args, "precheck", None)
+        if precheck is not None:
+            precheck(args)
         with _client(args), options(progress=True):
             return fn(args)
 

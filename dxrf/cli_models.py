@@ -236,14 +236,22 @@ def _check_columns(data, metadata: dict, path: str) -> None:
         raise ValueError(f"{path} does not have the model's columns ({detail}); ingest it with the training levels")
 
 
+def _check_out(args: argparse.Namespace, kind: str = "model") -> None:
+    """Refuse ``--out`` before any pass: a destination that would be refused at the end is refused now."""
+    from ._files import check_destination
+
+    check_destination(args.out, kind=kind, overwrite=args.overwrite)
+
+
+def _check_predictions_out(args: argparse.Namespace) -> None:
+    _check_out(args, "predictions")
+
+
 def cmd_fit(args: argparse.Namespace) -> int:
     import dxrf
     import dxrf.io
 
-    from ._files import check_destination
-
-    # before the pass: a destination that will be refused is refused now, not after the fit
-    check_destination(args.out, kind="model", overwrite=args.overwrite)
+    _check_out(args)  # again, in case cmd_fit is called without the command line's precheck
     data = dxrf.io.open_zarr(args.data)
     if data.y is None:
         raise ValueError(f"{args.data} has no target array y; ingest it with --target")
@@ -423,14 +431,14 @@ def add_model_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", required=True, help="model path (a zarr group)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing model at --out")
-    p.set_defaults(func=client_runner(cmd_fit))
+    p.set_defaults(func=client_runner(cmd_fit), precheck=_check_out)
 
     p = sub.add_parser("predict", help="predict with a saved model, writing a zarr group chunk by chunk", parents=[common])
     p.add_argument("model")
     p.add_argument("data")
     p.add_argument("--out", required=True, help="predictions (a zarr group with array y_pred)")
     p.add_argument("--overwrite", action="store_true", help="replace existing predictions at --out")
-    p.set_defaults(func=client_runner(cmd_predict))
+    p.set_defaults(func=client_runner(cmd_predict), precheck=_check_predictions_out)
 
     p = sub.add_parser("evaluate", help="print a saved model's metrics on a dxrf zarr group", parents=[common])
     p.add_argument("model")
