@@ -50,7 +50,8 @@ def _ingest_arrays(
             arr = np.load(path, mmap_mode="r", allow_pickle=False)
         except ValueError as exc:
             if "object" not in str(exc):
-                raise
+                # numpy's words ("mmap length is greater than file size") do not say which file
+                raise ValueError(f"cannot read {str(path)!r} as a .npy array (truncated or corrupt?): {exc}") from None
             raise TypeError(
                 f"the array in {str(path)!r} holds Python objects (dtype object); only numeric arrays can be ingested"
             ) from None

@@ -85,9 +85,20 @@ def _feature_names(names: Sequence[str] | None, n: int, what: str) -> list[str]:
     names = [str(c) for c in names]
     if len(names) != n:
         raise ValueError(f"names has {len(names)} entries but {what} has {n} columns")
-    if len(set(names)) != len(names):
-        raise ValueError(f"names are not unique: {names}")
+    _check_unique(names, "names")
     return names
+
+
+def _check_unique(names: Sequence[str], what: str) -> None:
+    """Raise ValueError naming the first column name that appears twice in ``names``."""
+    seen: dict[str, int] = {}
+    for j, c in enumerate(names):
+        if c in seen:
+            raise ValueError(
+                f"{what}: column name {c!r} appears more than once (columns {seen[c]} and {j}, counting from 0); "
+                f"give every column its own name"
+            )
+        seen[c] = j
 
 
 def _select_columns(names: list[str], drop: Sequence[str]) -> list[int]:

@@ -24,14 +24,30 @@ from .checks import (
     _check_choice,
     _check_chunk_rows,
     _check_n_rows,
+    _check_unique,
     _infer_format,
     _is_tsv,
 )
 from .layout import IngestReport, _report
+from .readers import source_errors
 from .readers.csv import _csv_errors, _csv_frames
-from .readers.parquet import _parquet_frames
+from .readers.parquet import _check_parquet_schema, _parquet_frames
 from .table_scan import _TableOptions
 from .tables import _ingest_table
+
+
+def _check_header(path: Path, kw: dict[str, Any]) -> None:
+    """Refuse a header that names a column twice (pandas would rename the second ``a.1``)."""
+    skip = ("dtype", "converters", "parse_dates", "index_col", "names", "header", "na_values", "keep_default_na", "na_filter")
+    probe_kw = {k: v for k, v in kw.items() if k not in skip}
+    with _csv_errors(path):
+        try:
+            head = pd.read_csv(path, header=None, nrows=1, dtype=str, na_filter=False, **probe_kw)
+        except pd.errors.EmptyDataError:
+            return  # an empty file: reported by the pass itself
+    # blank names are not compared: pandas names them "Unnamed: j" by their position
+    names = [str(v) for v in head.iloc[0].tolist()] if len(head) else []
+    _check_unique([c if c.strip() else f"\0{j}" for j, c in enumerate(names)], f"the header of {str(path)!r}")
 
 
 def ingest(
@@ -210,7 +226,7 @@ def ingest(
             raise ValueError(f"{', '.join(bad)} only apply to CSV and Parquet sources, not {fmt}")
 
     attrs: dict[str, Any] = {"source": str(path), "format": fmt}
-    with _atomic_directory(dest, overwrite, kind="data") as tmp:
+    with _atomic_directory(dest, overwrite, kind="data") as tmp, source_errors(path, fmt):
         if fmt in ("csv", "parquet"):
             opts = _TableOptions(
                 target=target,
@@ -241,13 +257,18 @@ def ingest(
                     with _csv_errors(path):
                         probe = pd.read_csv(path, header=None, nrows=1, **kw)
                     names = [f"x{j}" for j in range(probe.shape[1])]
+                if names is None and header and "usecols" not in kw:
+                    _check_header(path, kw)
                 kw["header"] = 0 if header else None
                 if names is not None:
                     kw["names"] = [str(c) for c in names]
+                    _check_unique(kw["names"], "names")
                 frames = _csv_frames(path, chunk_rows=chunk_rows, n_rows=n_rows, read_kw=kw)
             else:
                 if names is not None:
                     raise ValueError("names= does not apply to Parquet sources (they carry their column names)")
+                if transform is None:  # else the transform may turn such columns into numbers
+                    _check_parquet_schema(path, skip=drop)
                 frames = _parquet_frames(path, chunk_rows=chunk_rows, n_rows=n_rows, columns=None)
             out = _ingest_table(frames, tmp, opts, chunk_rows=chunk_rows, progress=progress, attrs=attrs)
         else:
