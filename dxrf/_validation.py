@@ -26,7 +26,10 @@ __all__ = [
     "check_int",
     "check_nonnegative",
     "check_positive_float",
+    "check_pass_options",
     "check_positive_int",
+    "check_progress",
+    "check_seed",
     "check_subset",
 ]
 
@@ -77,7 +80,11 @@ def make_rng(random_state: object) -> np.random.Generator:
     """
     if isinstance(random_state, np.random.Generator):
         return random_state
+    if isinstance(random_state, (bool, np.bool_)):
+        raise ParameterTypeError(f"random_state must be None, an int, a RandomState or a Generator, got {random_state!r}")
     if random_state is None or isinstance(random_state, numbers.Integral):
+        if random_state is not None and random_state < 0:
+            raise ValueError(f"random_state must be a non-negative integer (or None, a RandomState, a Generator), got {random_state}")
         return np.random.default_rng(None if random_state is None else int(random_state))
     if isinstance(random_state, np.random.RandomState):
         return np.random.default_rng(random_state.randint(0, 2**31 - 1, size=4))
@@ -118,6 +125,41 @@ def check_int(
     if value < low or (high is not None and value > high):
         raise ValueError(f"{name} must be {what}, got {value}")
     return int(value)
+
+
+#: seeds of the hashed splits and folds: they are hashed as unsigned 64-bit integers
+SEED_MAX = 2**64 - 1
+
+
+def check_seed(value: object, name: str) -> int:
+    """``value`` as a seed of a hashed split: an ``int`` in ``0 .. 2**64 - 1`` (see :func:`check_int`)."""
+    return check_int(value, name, low=0, high=SEED_MAX, what="an integer in 0..2**64-1")
+
+
+def check_progress(value: object, name: str = "progress") -> bool | None:
+    """``value`` as a progress switch: True, False or None (NumPy booleans pass)."""
+    if value is None:
+        return None
+    if not isinstance(value, (bool, np.bool_)):
+        raise ParameterTypeError(f"{name} must be True, False or None, got {value!r}")
+    return bool(value)
+
+
+def check_pass_options(
+    *, split_every: object = None, lanes: object = None, progress: object = None, tile_rows: object = None
+) -> tuple[int | None, int | None, bool | None, int | None]:
+    """The runtime knobs of a pass, checked before any work: ``(split_every, lanes, progress, tile_rows)``.
+
+    ``split_every`` (the fan-in of the reduction) must be at least 2, since a
+    fan-in of 1 never shrinks the reduction; ``lanes`` and ``tile_rows`` are
+    positive; each may be None (its default).
+    """
+    return (
+        check_int(split_every, "split_every", low=2, allow_none=True, what="an integer of at least 2 or None"),
+        check_int(lanes, "lanes", allow_none=True),
+        check_progress(progress),
+        check_int(tile_rows, "tile_rows", allow_none=True),
+    )
 
 
 def check_positive_int(value: object, name: str, *, allow_none: bool = False, what: str | None = None) -> int | None:

@@ -18,7 +18,15 @@ import time
 import dask.array as da
 import numpy as np
 
-from .._validation import ParameterTypeError, check_bool, check_choice, check_fraction, check_int, is_integer
+from .._validation import (
+    ParameterTypeError,
+    check_bool,
+    check_choice,
+    check_fraction,
+    check_int,
+    check_seed,
+    is_integer,
+)
 from ..features.maps import RandomFourierFeatures
 from ..search.evaluate import fold_pairs, validate_grid
 from ..search.grid import SearchGrid, Variant, check_grid
@@ -153,6 +161,7 @@ class _SearchCV:
             self.bandwidths, self.n_components, self.selections, self.lams, self.rhos, self.alphas, self.n_candidates
         )
         check_bool(self.fit_intercept, "fit_intercept")
+        check_seed(self.cv_seed, "cv_seed")
         kind, cv = check_cv(self.cv, X.shape[0])
         seed = _resolve_seed(self.random_state)
         passes = 0
@@ -467,6 +476,7 @@ class RandomFeatureClassifierCV(_SearchCV, RandomFeatureClassifier):
         """
         check_choice(self.loss, "loss", LOSSES)
         check_choice(self.scoring, "scoring", SCORINGS)
+        check_int(self.max_iter, "max_iter")  # before the search's pass, not at the refit after it
         X, T = self._class_targets(X, y)
         stats, kernel = self._search(X, T, self.classes_)
         if self.loss == "squared":
