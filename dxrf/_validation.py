@@ -27,6 +27,7 @@ __all__ = [
     "check_nonnegative",
     "check_positive_float",
     "check_pass_options",
+    "check_not_sparse",
     "check_positive_int",
     "check_progress",
     "check_seed",
@@ -70,6 +71,23 @@ def check_finite_rows(A: np.ndarray, name: str, row_offset: int = 0) -> None:
     if bool(bad.any()):
         first = int(to_host(xp.flatnonzero(bad))[0]) + row_offset
         raise ValueError(f"{name} contains NaN or infinity (first at row {first})")
+
+
+def check_not_sparse(X: object, name: str = "X") -> None:
+    """Refuse a SciPy sparse matrix (or a dask array of them) with how to convert it.
+
+    ``np.asarray`` would wrap it in a 0-d object array, reported later as
+    "got shape ()".
+    """
+    import scipy.sparse as sp
+
+    meta = getattr(X, "_meta", None) if is_dask(X) else None
+    if sp.issparse(X) or sp.issparse(meta):
+        raise TypeError(
+            f"{name} is a SciPy sparse matrix; dxrf's passes need dense rows: convert it with {name}.toarray() "
+            f"when it fits in memory, or per block (dask.array.from_array({name}, chunks=(rows, -1))"
+            f".map_blocks(lambda b: b.toarray())), or ingest a LibSVM file with dxrf.io.ingest"
+        )
 
 
 def make_rng(random_state: object) -> np.random.Generator:
@@ -238,6 +256,7 @@ def check_X(estimator: object, X: object, *, reset: bool) -> np.ndarray | da.Arr
     sets or checks ``estimator.n_features_in_`` as scikit-learn's
     ``validate_data`` does for NumPy input, which becomes float64 or float32.
     """
+    check_not_sparse(X)
     if is_dask(X):
         X = check_dask_matrix(X, n_features=None if reset else estimator.n_features_in_)
         if reset:
@@ -253,6 +272,7 @@ def check_dask_matrix(X: da.Array, name: str = "X", n_features: int | None = Non
     warning: the feature kernels need whole rows, and silently rechunking inside
     every pass would hide a costly shuffle.
     """
+    check_not_sparse(X, name)
     if X.ndim != 2:
         raise ValueError(f"{name} must be 2-dimensional, got {X.ndim} dimension(s) with shape {X.shape}")
     if not (np.issubdtype(X.dtype, np.floating) or np.issubdtype(X.dtype, np.integer) or X.dtype == bool):

@@ -209,7 +209,14 @@ def _quiet_distributed() -> Iterator[None]:
         return
     import logging
 
-    loggers = [logging.getLogger(name) for name in ("distributed", "tornado", "asyncio")]
+    import distributed  # noqa: F401 - configures its loggers (with their own levels) when imported
+
+    # every logger of these families, not only the parents: distributed gives
+    # some children (distributed.client, ...) their own level, which a parent's
+    # level does not override
+    families = ("distributed", "tornado", "asyncio", "bokeh")
+    names = [n for n in list(logging.root.manager.loggerDict) if n.split(".")[0] in families]
+    loggers = [logging.getLogger(n) for n in dict.fromkeys([*families, *names])]
     levels = [lg.level for lg in loggers]
     for lg in loggers:
         lg.setLevel(logging.CRITICAL + 1)

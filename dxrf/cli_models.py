@@ -208,6 +208,7 @@ def build_model(args: argparse.Namespace, classification: bool) -> object:
 
 def _open(path: str, metadata: dict | None = None):
     import dxrf.io
+    from dxrf.io.dataset import check_column_stats
 
     data = dxrf.io.open_zarr(path)
     X = data.X
@@ -216,6 +217,7 @@ def _open(path: str, metadata: dict | None = None):
         std = np.asarray(metadata["x_std"], dtype=np.float32)
         if mean.shape[0] != X.shape[1]:
             raise ValueError(f"{path} has {X.shape[1]} columns but the model was fitted on {mean.shape[0]}")
+        check_column_stats(mean, std, "the model's standardisation", metadata.get("columns"))
         X = (X - mean) / std
     return data, X
 
@@ -234,6 +236,20 @@ def _check_columns(data, metadata: dict, path: str) -> None:
         extra = [c for c in data.columns if c not in set(expected)]
         detail = f"missing {missing[:3]}" if missing else f"unexpected {extra[:3]}"
         raise ValueError(f"{path} does not have the model's columns ({detail}); ingest it with the training levels")
+
+
+def _check_two_classes(data, path: str) -> None:
+    """Refuse a target with fewer than two classes present, naming the class by its label (not its code)."""
+    counts = data.attrs.get("class_counts")
+    if counts is None or len(counts) != len(data.classes):
+        return  # the estimator's own check runs on the codes
+    present = [(c, int(n)) for c, n in zip(data.classes, counts) if n > 0]
+    if len(present) < 2:
+        label, n = present[0] if present else (None, 0)
+        raise ValueError(
+            f"{path}: the target {data.attrs.get('target')!r} has only one class, {label!r} (all {n} rows); "
+            f"a classifier needs at least two"
+        )
 
 
 def _check_out(args: argparse.Namespace, kind: str = "model") -> None:
@@ -256,6 +272,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if data.y is None:
         raise ValueError(f"{args.data} has no target array y; ingest it with --target")
     classification = data.classes is not None
+    if classification:
+        _check_two_classes(data, args.data)
     metadata: dict = {"columns": list(data.columns), "classes": None if not classification else list(map(str, data.classes))}
     X = data.X
     if args.standardize:

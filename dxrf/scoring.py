@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ._validation import check_choice, check_dask_matrix, check_pass_options, check_seed, check_subset, is_dask
+from ._validation import check_choice, check_dask_matrix, check_not_sparse, check_pass_options, check_seed, check_subset, is_dask
 from .compensated import compensated_add
 from .engine import Pass, Rows, block_groups, check_block, group_rows, run_pass
 from .stats import check_split, resolve_kernel
@@ -309,6 +309,7 @@ def score_models(
     """
     _, _, progress, _ = check_pass_options(progress=progress)
     split_seed = check_seed(split_seed, "split_seed")
+    check_not_sparse(X)
     models = list(models)
     if not models:
         raise ValueError("models is empty: give at least one LinearModels")

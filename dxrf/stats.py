@@ -22,6 +22,7 @@ from ._validation import (
     check_dask_matrix,
     check_fraction,
     check_int,
+    check_not_sparse,
     check_pass_options,
     check_seed,
     check_subset,
@@ -227,6 +228,7 @@ def block_stats(
     tile_rows = check_int(tile_rows, "tile_rows", allow_none=True)
     blas_threads = check_int(blas_threads, "blas_threads", allow_none=True)
     row_offset = check_int(row_offset, "row_offset", low=0)
+    check_not_sparse(X)
     X, Y = check_stats_block(X, y, kernel, row_offset)
     if mask is not None:
         mask = np.asarray(mask, dtype=bool).reshape(-1)
@@ -364,6 +366,7 @@ def accumulate(
         split_every=split_every, lanes=lanes, progress=progress, tile_rows=tile_rows
     )
     split_seed = check_seed(split_seed, "split_seed")
+    check_not_sparse(X)
     if features is None:
         raise ValueError("features is required: pass a feature map such as RandomFourierFeatures(...)")
     many = isinstance(features, (list, tuple))

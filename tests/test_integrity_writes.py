@@ -566,3 +566,50 @@ def test_cli_fit_and_predict_overwrite_their_own_kind(groups, tmp_path, capsys, 
     ]
     assert _files.group_kind(out) == "model" and _files.group_kind(preds) == "predictions"
     assert siblings(out) == [] and siblings(preds) == []
+
+
+def test_cli_output_to_a_closed_pipe_is_quiet(groups):
+    """``dxrf info DATA | head`` with the reader gone: no "Broken pipe" message, no traceback."""
+    proc = subprocess.Popen([sys.executable, "-m", "dxrf.cli", "info", str(groups / "data.zarr")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV)
+    proc.stdout.close()  # before the command writes anything: its first write fails with EPIPE
+    _, err = proc.communicate(timeout=120)
+    assert err.decode() == "" and proc.returncode == 1, (proc.returncode, err.decode()[-2000:])
+
+
+@pytest.mark.slow
+def test_cli_lost_scheduler_is_one_line(groups, tmp_path):
+    """Killing the scheduler mid-fit: dxrf's one error line, none of distributed's log records."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    address = f"tcp://127.0.0.1:{port}"
+    rows = np.random.default_rng(1).random((200_000, 8))
+    dxrf.io.write_zarr(rows, tmp_path / "big.zarr", y=rows[:, 0], chunk_rows=10_000)
+    sched = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port",
+                              str(port), "--dashboard-address", ":0"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             env=ENV)
+    worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads", "1"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
+    try:
+        from distributed import Client
+
+        with Client(address, timeout=60) as c:
+            c.wait_for_workers(1, timeout=60)
+        fit = subprocess.Popen([sys.executable, "-m", "dxrf.cli", "fit", str(tmp_path / "big.zarr"), "--out",
+                                str(tmp_path / "m.zarr"), "--n-components", "3000", "--bandwidth", "1", "--alpha", "0.1",
+                                "--scheduler", address], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+        time.sleep(8)
+        assert fit.poll() is None, "the fit ended before the scheduler was killed"
+        sched.kill()
+        _, err = fit.communicate(timeout=180)
+    finally:
+        for p in (sched, worker):
+            p.kill()
+            p.wait(timeout=60)
+    assert fit.returncode == 2
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("dxrf: error: "), err[-3000:]
+    assert not (tmp_path / "m.zarr").exists() and siblings(tmp_path / "m.zarr") == []

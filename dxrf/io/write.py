@@ -17,6 +17,7 @@ import dask.array as da
 import numpy as np
 
 from .._files import atomic_directory as _atomic_directory
+from .._validation import check_not_sparse
 from .checks import _NAN_POLICIES, _TASKS, _check_choice, _check_chunk_rows, _check_numeric_dtype, _feature_names
 from .labels import _class_codes, _resolve_task
 from .layout import _RESERVED_ATTRS, IngestReport, _report
@@ -84,6 +85,7 @@ def write_zarr(
     chunk_rows = _check_chunk_rows(chunk_rows)
     _check_choice(task, "task", _TASKS)
     _check_choice(nan_policy, "nan_policy", _NAN_POLICIES)
+    check_not_sparse(X)
     lazy = isinstance(X, da.Array)
     if not lazy:
         X = np.asarray(X)
