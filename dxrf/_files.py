@@ -65,6 +65,9 @@ class DestinationExistsError(FileExistsError, ValueError):
         self.what = what
         super().__init__(self.message("overwrite=True"))
 
+    def __reduce__(self) -> tuple:  # pickled with its two arguments, not its message
+        return type(self), (self.path, self.what)
+
     def message(self, flag: str) -> str:
         """The message with ``flag`` as the way to replace (``--overwrite`` on the command line)."""
         return f"destination {self.path!r} ({self.what}) exists; pass {flag} to replace it"

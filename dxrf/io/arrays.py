@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from .._validation import check_int
 from .checks import _check_numeric_dtype, _feature_names, _select_columns
 from .labels import _class_codes, _resolve_task, _unique_labels
 from .readers.libsvm import _libsvm_blocks
@@ -162,9 +163,7 @@ def _ingest_arrays(
             if d_file == 0:
                 raise ValueError(f"{str(path)!r} has no features; pass n_features=")
         else:
-            if isinstance(n_features, bool) or not isinstance(n_features, numbers.Integral) or n_features < 1:
-                raise ValueError(f"n_features must be a positive integer, got {n_features!r}")
-            d_file = int(n_features)
+            d_file = check_int(n_features, "n_features")
             if max_col >= d_file:
                 raise ValueError(f"a feature index ({max_col + (0 if zero_based else 1)}) exceeds n_features={d_file}")
         all_names = _feature_names(names, d_file, "the file")

@@ -7,7 +7,6 @@ that is renamed onto ``dest`` only when complete.
 
 from __future__ import annotations
 
-import numbers
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from .._files import atomic_directory as _atomic_directory
+from .._validation import check_int
 from .arrays import _ingest_arrays
 from .checks import (
     _FORMATS,
@@ -124,8 +124,10 @@ def ingest(
     drop_columns : list of str, optional
         Columns to ignore (names after ``transform``).
     overwrite : bool, default False
-        Replace an existing dxrf group (or empty directory) at ``dest``.
-        Without it an existing ``dest`` raises :class:`DestinationExistsError`.
+        Replace an existing dxrf data group (or empty directory) at ``dest``.
+        Without it an existing ``dest`` raises :class:`DestinationExistsError`;
+        anything else at ``dest`` (a model, predictions, a file, a directory of
+        other files) is never replaced (:class:`DestinationRefusedError`).
     progress : bool or callable, default False
         Print a row counter to stderr, or call ``progress(stage, rows)``.
     task : {"auto", "regression", "classification"}, default "auto"
@@ -203,8 +205,8 @@ def ingest(
     _check_choice(task, "task", _TASKS)
     _check_choice(handle_unknown, "handle_unknown", ("error", "ignore"))
     n_rows = _check_n_rows(n_rows)
-    if isinstance(max_levels, bool) or not isinstance(max_levels, numbers.Integral) or max_levels < 1:
-        raise ValueError(f"max_levels must be a positive integer, got {max_levels!r}")
+    max_levels = check_int(max_levels, "max_levels")
+    n_features = check_int(n_features, "n_features", allow_none=True)
     if isinstance(drop_columns, str):
         raise TypeError("drop_columns must be a list of column names, not a string")
     drop = [str(c) for c in (drop_columns or ())]

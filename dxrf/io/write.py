@@ -65,7 +65,8 @@ def write_zarr(
         writer computes (``columns``, ``n_rows``, ``classes``, ...) may not be
         given.
     overwrite : bool, default False
-        Replace an existing dxrf group (or empty directory) at ``dest``.
+        Replace an existing dxrf data group (or empty directory) at ``dest``;
+        anything else there is never replaced (as in :func:`ingest`).
     target : str, optional
         Name of the target; default ``"y"``.
     classes : sequence, optional

@@ -10,7 +10,7 @@ import dask.array as da
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from ..._validation import check_dask_matrix, is_dask
+from ..._validation import check_dask_matrix, check_int, is_dask
 from ...features.kernel import FeatureKernel
 from ...options import get_options
 from ...stats import resolve_kernel
@@ -232,8 +232,7 @@ def fit_logistic(
     alpha = _check_alpha(alpha)
     if solver not in SOLVERS:
         raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
-    if isinstance(max_iter, bool) or not isinstance(max_iter, numbers.Integral) or max_iter < 1:
-        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
+    max_iter = check_int(max_iter, "max_iter")
     if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not tol >= 0 or not np.isfinite(tol):
         raise ValueError(f"tol must be a finite number >= 0, got {tol!r}")
     kernel = resolve_kernel(kernel, X)
