@@ -235,7 +235,7 @@ def _owner_tag() -> str:
     return f"{_short_hash(socket.gethostname())}-{_short_hash(boot) if boot else '0' * 8}-{os.getpid()}-{_start_time(os.getpid())}"
 
 
-_SIBLING = re.compile(r"\.(tmp|old)-([0-9a-f]{8})-([0-9a-f]{8})-(\d+)-(\d+)-[0-9a-f]+$")
+_SIBLING = re.compile(r"\.(tmp|old)-([0-9a-f]{8})-([0-9a-f]{8})-(\d+)-(\d+)-[0-9a-f]+")
 
 
 def _process_gone(pid: int, start: int) -> bool:
@@ -257,7 +257,7 @@ def _process_gone(pid: int, start: int) -> bool:
 
 
 def _writer_gone(name: str, dest: Path) -> bool:
-    m = _SIBLING.search(name[len(dest.name) :])
+    m = _SIBLING.fullmatch(name[len(dest.name) :])
     if m is None:
         return False  # not named by this version: cannot tell, leave it
     _, host, boot, pid, start = m.groups()

@@ -613,3 +613,21 @@ def test_cli_lost_scheduler_is_one_line(groups, tmp_path):
     lines = err.splitlines()
     assert len(lines) == 1 and lines[0].startswith("dxrf: error: "), err[-3000:]
     assert not (tmp_path / "m.zarr").exists() and siblings(tmp_path / "m.zarr") == []
+
+
+def test_benchmark_scratch_arrays_never_replace_a_users_files(tmp_path):
+    """Benchmarks with --workdir write scratch arrays into the user's folder: only an earlier scratch array is replaced."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_bench_common", Path(__file__).parents[1] / "workflows" / "_common.py")
+    common = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(common)
+    X = da.ones((10, 2), chunks=5)
+    common.store_zarr(X, tmp_path / "x.zarr")
+    common.store_zarr(X, tmp_path / "x.zarr")  # its own scratch array: replaced
+    for name, make in (("data.zarr", _data), ("mine", _user_dir), ("file", _file)):
+        make(tmp_path / name)
+        before = tree_digest(tmp_path / name)
+        with pytest.raises(DestinationRefusedError, match=f"refusing to overwrite '.*{name}': it is"):
+            common.store_zarr(X, tmp_path / name)
+        assert tree_digest(tmp_path / name) == before
