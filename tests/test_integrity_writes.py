@@ -26,7 +26,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import dask
 import dask.array as da
 import numpy as np
 import pytest
@@ -268,27 +267,24 @@ def test_cli_fit_to_an_unwritable_destination_fails_before_the_pass(unwritable, 
 # -- the final rename checks again -----------------------------------------------------------
 
 
-def _gated(value: float, gate: threading.Barrier) -> da.Array:
-    """A dask matrix of ``value`` whose only block waits at ``gate``: both writers are past their checks."""
-
-    def block(b):
-        gate.wait(timeout=30)
-        return np.full(b.shape, value)
-
-    return da.zeros((40, 3), chunks=(40, 3)).map_blocks(block, dtype=float, meta=np.empty((0, 0)))
-
-
 @pytest.mark.parametrize("how", ["threads", pytest.param("processes", marks=pytest.mark.slow)])
-def test_two_writers_racing_one_wins_the_other_is_told(how, tmp_path):
+def test_two_writers_racing_one_wins_the_other_is_told(how, tmp_path, monkeypatch):
     dest = tmp_path / "race.zarr"
     if how == "threads":
-        gate = threading.Barrier(2)
+        # both writers pass the first check and write their group, then publish at the same moment
+        gate = threading.Barrier(2, timeout=30)
+        publish = _files._publish_new
+
+        def at_the_same_moment(tmp: Path, d: Path) -> None:
+            gate.wait()
+            publish(tmp, d)
+
+        monkeypatch.setattr(_files, "_publish_new", at_the_same_moment)
         outcomes: dict[float, object] = {}
 
         def writer(value: float) -> None:
             try:
-                with dask.config.set(scheduler="synchronous"):
-                    dxrf.io.write_zarr(_gated(value, gate), dest)
+                dxrf.io.write_zarr(np.full((40, 3), value), dest)
                 outcomes[value] = "ok"
             except Exception as exc:  # noqa: BLE001 - recorded and checked below
                 outcomes[value] = exc
@@ -357,8 +353,7 @@ def test_a_group_of_another_kind_appearing_during_an_overwrite_is_kept(tmp_path)
 
     def writer() -> None:
         try:
-            with dask.config.set(scheduler="synchronous"):
-                dxrf.io.write_zarr(X_slow, dest, overwrite=True)
+            dxrf.io.write_zarr(X_slow, dest, overwrite=True)
         except Exception as exc:  # noqa: BLE001
             result.append(exc)
 

@@ -85,7 +85,7 @@ from .readers.npy import _NpzMember, _read_row_blocks
 from .readers.parquet import _parquet_frames
 from .table_scan import _add_levels, _as_str, _first_row, _FramePrep, _is_numeric, _Scan, _scan_table, _TableOptions
 from .tables import _build_schema, _check_nan_policy_table, _ingest_table, _TableSchema
-from .write import write_zarr
+from .write import check_chunk_rows_and_destination, write_zarr
 from .writer import _Moments, _Progress, _safe_std, _ZarrWriter
 
 __all__ = [

@@ -17,11 +17,19 @@ import dask.array as da
 import numpy as np
 
 from .._files import atomic_directory as _atomic_directory
+from .._files import check_destination
 from .._validation import check_not_sparse
 from .checks import _NAN_POLICIES, _TASKS, _check_choice, _check_chunk_rows, _check_numeric_dtype, _feature_names
 from .labels import _class_codes, _resolve_task
 from .layout import _RESERVED_ATTRS, IngestReport, _report
 from .writer import _ZarrWriter
+
+
+def check_chunk_rows_and_destination(chunk_rows: object, dest: str | os.PathLike, overwrite: bool) -> int:
+    """Checks of a data writer before any work (a pass over ``y``, loading a data set): ``chunk_rows`` and ``dest``."""
+    chunk_rows = _check_chunk_rows(chunk_rows)
+    check_destination(dest, kind="data", overwrite=overwrite)
+    return chunk_rows
 
 
 def write_zarr(
@@ -83,7 +91,7 @@ def write_zarr(
     -------
     IngestReport
     """
-    chunk_rows = _check_chunk_rows(chunk_rows)
+    chunk_rows = check_chunk_rows_and_destination(chunk_rows, dest, overwrite)
     _check_choice(task, "task", _TASKS)
     _check_choice(nan_policy, "nan_policy", _NAN_POLICIES)
     check_not_sparse(X)
