@@ -185,6 +185,13 @@ def check_destination(dest: str | os.PathLike, *, kind: str, overwrite: bool) ->
             raise DestinationExistsError(dest, what)
     if not dest.parent.is_dir():
         raise ValueError(f"parent directory of the destination does not exist: {str(dest.parent)!r}")
+    for parent in dest.parents:
+        inside = group_kind(parent)
+        if inside is not None:  # its next replacement would delete what is written here
+            raise DestinationRefusedError(
+                f"refusing to write {str(dest)!r}: it is inside {KINDS[inside]} ({str(parent)!r}); "
+                f"choose a path outside it"
+            )
     # a real directory, named like a temporary one so that a kill here leaves nothing unknown
     probe = dest.parent / f"{dest.name}.tmp-{_owner_tag()}-{secrets.token_hex(6)}"
     _make_dir(probe, dest)

@@ -116,6 +116,8 @@ DESCRIPTION = {
 
 
 def _csv(tmp: Path) -> Path:
+    while _files.group_kind(tmp) is not None:  # the source goes next to a group, never into it
+        tmp = tmp.parent
     src = tmp / "src.csv"
     src.write_text("a,b,y\n" + "".join(f"{i},{i % 3},{i * 0.5}\n" for i in range(20)))
     return src
@@ -626,3 +628,14 @@ def test_benchmark_scratch_arrays_never_replace_a_users_files(tmp_path):
         with pytest.raises(DestinationRefusedError, match=f"refusing to overwrite '.*{name}': it is"):
             common.store_zarr(X, tmp_path / name)
         assert tree_digest(tmp_path / name) == before
+
+
+@pytest.mark.parametrize("writer", list(WRITERS))
+@pytest.mark.parametrize("container", ["data", "model"])
+def test_nothing_is_written_inside_a_dxrf_group(writer, container, tmp_path):
+    group = tmp_path / "g.zarr"
+    EXISTING[container][0](group)
+    before = tree_digest(group)
+    with pytest.raises(DestinationRefusedError, match=rf"refusing to write '.*g\.zarr/new': it is inside {DESCRIPTION[container]}"):
+        WRITERS[writer][1](group / "new", True)
+    assert tree_digest(group) == before
