@@ -310,6 +310,7 @@ def score_models(
     _, _, progress, _ = check_pass_options(progress=progress)
     split_seed = check_seed(split_seed, "split_seed")
     check_not_sparse(X)
+    check_not_sparse(y, "y")
     models = list(models)
     if not models:
         raise ValueError("models is empty: give at least one LinearModels")

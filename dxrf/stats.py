@@ -367,6 +367,7 @@ def accumulate(
     )
     split_seed = check_seed(split_seed, "split_seed")
     check_not_sparse(X)
+    check_not_sparse(y, "y")
     if features is None:
         raise ValueError("features is required: pass a feature map such as RandomFourierFeatures(...)")
     many = isinstance(features, (list, tuple))

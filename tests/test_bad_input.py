@@ -101,6 +101,12 @@ def files(tmp_path_factory, cluster2):
     for chunk in sorted((root / "corrupt-chunk.zarr" / "X" / "c").rglob("*")):
         if chunk.is_file():
             chunk.write_bytes(b"this is not a blosc frame")
+    # a group whose stored x_std of column 'b' is 0, and one whose target has a single class
+    shutil.copytree(root / "train.zarr", root / "zero-std.zarr")
+    import zarr
+
+    zarr.open_group(str(root / "zero-std.zarr"), mode="r+")["x_std"][1] = 0.0
+    dxrf.io.write_zarr(Xd, root / "one-class.zarr", y=np.array(["yes"] * len(Xd)), chunk_rows=100)
     # models: a good one (with the column names `dxrf predict` checks), and one of format version 2
     model = dxrf.RandomFeatureRidge(rff(20)).fit(Xd, yd)
     model.save(root / "model", metadata={"columns": ["a", "b", "c", "d"], "classes": None})
@@ -253,6 +259,17 @@ CASES = [
          cli=["predict", "{model}", "{three.zarr}", "--out", "{dest}"], dest="pred.zarr"),
     Case("cli-fit-without-target", r"has no target array y",
          cli=["fit", "{no-y.zarr}", "--out", "{dest}"], dest="model.out"),
+    # messages that used to name the wrong thing
+    Case("open-zarr-zero-std", r"zero-std\.zarr': x_std is 0\.0 for column 'b' \(1 column\(s\) in all\); it must be positive",
+         lambda f: dxrf.io.open_zarr(p(f, "zero-std.zarr"), standardize=True)),
+    Case("cli-fit-zero-std", r"x_std is 0\.0 for column 'b'",
+         cli=["fit", "{zero-std.zarr}", "--bandwidth", "1", "--n-components", "5", "--out", "{dest}"], dest="model.out"),
+    Case("cli-fit-one-class", r"one-class\.zarr: the target 'y' has only one class, 'yes' \(all 400 rows\)",
+         cli=["fit", "{one-class.zarr}", "--bandwidth", "1", "--n-components", "5", "--out", "{dest}"], dest="model.out"),
+    Case("classifier-one-class-codes", r"only one class: 0$",
+         lambda f: dxrf.RandomFeatureClassifier(rff()).fit(X, np.zeros(len(X), dtype=np.int32))),
+    Case("accumulate-sparse", r"X is a SciPy sparse matrix; .*X\.toarray\(\)", error=TypeError,
+         run=lambda f: dxrf.accumulate(__import__("scipy.sparse").sparse.csr_matrix(X), features=rff().fit(X))),
     # ingest refuses what it used to mangle silently, naming the column, line or file
     Case("ingest-csv-duplicate-column", r"header of '.*dup\.csv': column name 'a' appears more than once \(columns 0 and 2",
          _ingest("dup.csv", "out.zarr", target="y"), dest="out.zarr"),

@@ -111,6 +111,15 @@ CASES = [
      r"max_iter must be a positive integer, got 0"),
     ("cv-cv_seed=-1", lambda: dxrf.RandomFeatureRidgeCV(cv_seed=-1).fit(Xd, yd), ValueError,
      r"cv_seed must be an integer in 0\.\.2\*\*64-1, got -1"),
+    ("classifier-max_iter=0", lambda: dxrf.RandomFeatureClassifier(FEATURES, max_iter=0).fit(X, y > 0), ValueError,
+     r"max_iter must be a positive integer, got 0"),
+    ("classifier-max_iter=True", lambda: dxrf.RandomFeatureClassifier(FEATURES, max_iter=True).fit(X, y > 0), TypeError,
+     r"max_iter must be a positive integer, got True"),
+    ("classifier-tol=nan", lambda: dxrf.RandomFeatureClassifier(FEATURES, tol=float("nan")).fit(X, y > 0), ValueError,
+     r"tol must be a finite number >= 0, got nan"),
+    ("cv-tol=-1", lambda: dxrf.RandomFeatureClassifierCV(tol=-1).fit(Xd, yd > 0), ValueError, r"tol must be a finite number >= 0"),
+    ("cv-k-above-rows", lambda: dxrf.RandomFeatureRidgeCV(cv=2**70).fit(Xd, yd), ValueError,
+     r"cv=\d+ folds for 120 rows: cv must be an integer k in 2\.\.120 \(at most one fold per row\)"),
     # clusters: refused before any process starts
     ("local_cluster-n_workers=-1", lambda: local_cluster(n_workers=-1), ValueError,
      r"n_workers must be a positive integer or None, got -1"),
@@ -169,3 +178,25 @@ def test_valid_knobs_still_run_and_agree(guard):
         np.testing.assert_allclose(got.gram, ref.gram, rtol=1e-5, atol=1e-5)
     with dxrf.options(min_tile_rows=1, tile_bytes=1, max_tile_rows=4):
         np.testing.assert_allclose(dxrf.accumulate(Xd, yd, FEATURES).gram, ref.gram, rtol=1e-5, atol=1e-5)
+
+
+SPARSE_CASES = [
+    ("accumulate-X", lambda S, tmp: dxrf.accumulate(S, features=FEATURES), "X"),
+    ("accumulate-y", lambda S, tmp: dxrf.accumulate(X[:50], S[:, :1], FEATURES), "y"),
+    ("accumulate-dask-of-sparse", lambda S, tmp: dxrf.accumulate(da.from_array(S, chunks=(10, 3)), features=FEATURES), "X"),
+    ("score_models-X", lambda S, tmp: dxrf.score_models(S, y[:50], [dxrf.LinearModels(FEATURES, np.zeros(10))]), "X"),
+    ("write_zarr-X", lambda S, tmp: dxrf.io.write_zarr(S, tmp / "s.zarr"), "X"),
+    ("block_stats-X", lambda S, tmp: block_stats(S, None, KERNEL), "X"),
+]
+
+
+@pytest.mark.parametrize("call,name", [c[1:] for c in SPARSE_CASES], ids=[c[0] for c in SPARSE_CASES])
+def test_sparse_input_is_refused_with_how_to_convert(call, name, tmp_path):
+    import scipy.sparse as sp
+
+    import dxrf.io
+
+    S = sp.random(50, 3, density=0.5, format="csr", random_state=0)
+    with pytest.raises(TypeError, match=rf"{name} is a SciPy sparse matrix; .*{name}\.toarray\(\)"):
+        call(S, tmp_path)
+    assert list(tmp_path.iterdir()) == []

@@ -95,6 +95,7 @@ def write_zarr(
     _check_choice(task, "task", _TASKS)
     _check_choice(nan_policy, "nan_policy", _NAN_POLICIES)
     check_not_sparse(X)
+    check_not_sparse(y, "y")
     lazy = isinstance(X, da.Array)
     if not lazy:
         X = np.asarray(X)

@@ -54,7 +54,11 @@ SCORINGS = ("r2", "accuracy")
 def check_cv(cv: object, n_rows: int) -> tuple[str, object]:
     """``("kfold", k)``, ``("fraction", f)`` or ``("mask", mask)`` from a ``cv`` parameter."""
     if is_integer(cv):
-        return "kfold", check_int(cv, "cv", low=2, what="an integer k >= 2, a fraction in (0, 1) or a boolean mask")
+        k = check_int(cv, "cv", low=2, what="an integer k >= 2, a fraction in (0, 1) or a boolean mask")
+        if k > n_rows >= 2:  # (fewer than 2 rows are refused by the data checks, in scikit-learn's words)
+            # more folds than rows cannot be formed (and a huge k overflows the hash of the folds)
+            raise ValueError(f"cv={k} folds for {n_rows} rows: cv must be an integer k in 2..{n_rows} (at most one fold per row)")
+        return "kfold", k
     if isinstance(cv, numbers.Real) and not isinstance(cv, bool):
         return "fraction", check_fraction(cv, "cv", what="an integer k >= 2, a fraction in (0, 1) or a boolean mask")
     if hasattr(cv, "shape") and hasattr(cv, "dtype"):
@@ -476,7 +480,9 @@ class RandomFeatureClassifierCV(_SearchCV, RandomFeatureClassifier):
         """
         check_choice(self.loss, "loss", LOSSES)
         check_choice(self.scoring, "scoring", SCORINGS)
-        check_int(self.max_iter, "max_iter")  # before the search's pass, not at the refit after it
+        from .logistic.fit import check_solver_options
+
+        check_solver_options(self.max_iter, self.tol)  # before the search's pass, not at the refit after it
         X, T = self._class_targets(X, y)
         stats, kernel = self._search(X, T, self.classes_)
         if self.loss == "squared":
