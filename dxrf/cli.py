@@ -244,7 +244,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     from ._files import DestinationExistsError
 
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit:  # --help and usage errors: their text may meet a closed pipe too
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            _broken_pipe()
+        raise
     try:
         with _quiet_distributed():
             status = int(args.func(args) or 0)

@@ -565,13 +565,14 @@ def test_cli_fit_and_predict_overwrite_their_own_kind(groups, tmp_path, capsys, 
     assert siblings(out) == [] and siblings(preds) == []
 
 
-def test_cli_output_to_a_closed_pipe_is_quiet(groups):
+@pytest.mark.parametrize("args,status", [(["info", "{r}/data.zarr"], 1), (["fit", "--help"], 0)], ids=["info", "help"])
+def test_cli_output_to_a_closed_pipe_is_quiet(groups, args, status):
     """``dxrf info DATA | head`` with the reader gone: no "Broken pipe" message, no traceback."""
-    proc = subprocess.Popen([sys.executable, "-m", "dxrf.cli", "info", str(groups / "data.zarr")],
+    proc = subprocess.Popen([sys.executable, "-m", "dxrf.cli", *[a.replace("{r}", str(groups)) for a in args]],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV)
     proc.stdout.close()  # before the command writes anything: its first write fails with EPIPE
     _, err = proc.communicate(timeout=120)
-    assert err.decode() == "" and proc.returncode == 1, (proc.returncode, err.decode()[-2000:])
+    assert err.decode() == "" and proc.returncode == status, (proc.returncode, err.decode()[-2000:])
 
 
 @pytest.mark.slow
