@@ -24,9 +24,10 @@ def class_labels(y: np.ndarray | da.Array, owner: str) -> np.ndarray:
         check_classification_targets(y)
         classes = np.unique(y)
     if classes.size < 2:
+        only = classes[0].item() if isinstance(classes[0], np.generic) else classes[0]  # 0, not np.int32(0)
         raise ValueError(
             f"{owner} needs samples of at least 2 classes in the data, "
-            f"but the data contain only one class: {classes[0]!r}"
+            f"but the data contain only one class: {only!r}"
         )
     return classes
 

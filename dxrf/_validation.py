@@ -26,7 +26,11 @@ __all__ = [
     "check_int",
     "check_nonnegative",
     "check_positive_float",
+    "check_pass_options",
+    "check_not_sparse",
     "check_positive_int",
+    "check_progress",
+    "check_seed",
     "check_subset",
 ]
 
@@ -69,6 +73,23 @@ def check_finite_rows(A: np.ndarray, name: str, row_offset: int = 0) -> None:
         raise ValueError(f"{name} contains NaN or infinity (first at row {first})")
 
 
+def check_not_sparse(X: object, name: str = "X") -> None:
+    """Refuse a SciPy sparse matrix (or a dask array of them) with how to convert it.
+
+    ``np.asarray`` would wrap it in a 0-d object array, reported later as
+    "got shape ()".
+    """
+    import scipy.sparse as sp
+
+    meta = getattr(X, "_meta", None) if is_dask(X) else None
+    if sp.issparse(X) or sp.issparse(meta):
+        raise TypeError(
+            f"{name} is a SciPy sparse matrix; dxrf's passes need dense rows: convert it with {name}.toarray() "
+            f"when it fits in memory, or per block (dask.array.from_array({name}, chunks=(rows, -1))"
+            f".map_blocks(lambda b: b.toarray())), or ingest a LibSVM file with dxrf.io.ingest"
+        )
+
+
 def make_rng(random_state: object) -> np.random.Generator:
     """A ``numpy.random.Generator`` from a scikit-learn style ``random_state``.
 
@@ -77,7 +98,11 @@ def make_rng(random_state: object) -> np.random.Generator:
     """
     if isinstance(random_state, np.random.Generator):
         return random_state
+    if isinstance(random_state, (bool, np.bool_)):
+        raise ParameterTypeError(f"random_state must be None, an int, a RandomState or a Generator, got {random_state!r}")
     if random_state is None or isinstance(random_state, numbers.Integral):
+        if random_state is not None and random_state < 0:
+            raise ValueError(f"random_state must be a non-negative integer (or None, a RandomState, a Generator), got {random_state}")
         return np.random.default_rng(None if random_state is None else int(random_state))
     if isinstance(random_state, np.random.RandomState):
         return np.random.default_rng(random_state.randint(0, 2**31 - 1, size=4))
@@ -118,6 +143,41 @@ def check_int(
     if value < low or (high is not None and value > high):
         raise ValueError(f"{name} must be {what}, got {value}")
     return int(value)
+
+
+#: seeds of the hashed splits and folds: they are hashed as unsigned 64-bit integers
+SEED_MAX = 2**64 - 1
+
+
+def check_seed(value: object, name: str) -> int:
+    """``value`` as a seed of a hashed split: an ``int`` in ``0 .. 2**64 - 1`` (see :func:`check_int`)."""
+    return check_int(value, name, low=0, high=SEED_MAX, what="an integer in 0..2**64-1")
+
+
+def check_progress(value: object, name: str = "progress") -> bool | None:
+    """``value`` as a progress switch: True, False or None (NumPy booleans pass)."""
+    if value is None:
+        return None
+    if not isinstance(value, (bool, np.bool_)):
+        raise ParameterTypeError(f"{name} must be True, False or None, got {value!r}")
+    return bool(value)
+
+
+def check_pass_options(
+    *, split_every: object = None, lanes: object = None, progress: object = None, tile_rows: object = None
+) -> tuple[int | None, int | None, bool | None, int | None]:
+    """The runtime knobs of a pass, checked before any work: ``(split_every, lanes, progress, tile_rows)``.
+
+    ``split_every`` (the fan-in of the reduction) must be at least 2, since a
+    fan-in of 1 never shrinks the reduction; ``lanes`` and ``tile_rows`` are
+    positive; each may be None (its default).
+    """
+    return (
+        check_int(split_every, "split_every", low=2, allow_none=True, what="an integer of at least 2 or None"),
+        check_int(lanes, "lanes", allow_none=True),
+        check_progress(progress),
+        check_int(tile_rows, "tile_rows", allow_none=True),
+    )
 
 
 def check_positive_int(value: object, name: str, *, allow_none: bool = False, what: str | None = None) -> int | None:
@@ -196,6 +256,7 @@ def check_X(estimator: object, X: object, *, reset: bool) -> np.ndarray | da.Arr
     sets or checks ``estimator.n_features_in_`` as scikit-learn's
     ``validate_data`` does for NumPy input, which becomes float64 or float32.
     """
+    check_not_sparse(X)
     if is_dask(X):
         X = check_dask_matrix(X, n_features=None if reset else estimator.n_features_in_)
         if reset:
@@ -211,6 +272,7 @@ def check_dask_matrix(X: da.Array, name: str = "X", n_features: int | None = Non
     warning: the feature kernels need whole rows, and silently rechunking inside
     every pass would hide a costly shuffle.
     """
+    check_not_sparse(X, name)
     if X.ndim != 2:
         raise ValueError(f"{name} must be 2-dimensional, got {X.ndim} dimension(s) with shape {X.shape}")
     if not (np.issubdtype(X.dtype, np.floating) or np.issubdtype(X.dtype, np.integer) or X.dtype == bool):

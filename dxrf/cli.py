@@ -109,6 +109,10 @@ def _with_client(fn):
     def run(args: argparse.Namespace) -> int:
         from .options import options
 
+        # a command's own checks of its arguments (e.g. its destination) run before a cluster starts
+        precheck = getattr(args, "precheck", None)
+        if precheck is not None:
+            precheck(args)
         with _client(args), options(progress=_progress(args)):
             return fn(args)
 
@@ -332,16 +336,74 @@ def _one_line_warnings() -> Iterator[None]:
         warnings.formatwarning = previous
 
 
+def _quiet_distributed() -> Iterator[None]:
+    """Keep distributed's own log records (tracebacks of a lost scheduler, worker chatter) off stderr.
+
+    A command reports a failure in one line of its own; distributed would
+    first print dozens of lines about the same event. ``DXRF_TRACEBACK=1``
+    keeps them.
+    """
+    if os.environ.get("DXRF_TRACEBACK"):
+        yield
+        return
+    import logging
+
+    import distributed  # noqa: F401 - configures its loggers (with their own levels) when imported
+
+    # every logger of these families, not only the parents: distributed gives
+    # some children (distributed.client, ...) their own level, which a parent's
+    # level does not override
+    families = ("distributed", "tornado", "asyncio", "bokeh")
+    names = [n for n in list(logging.root.manager.loggerDict) if n.split(".")[0] in families]
+    loggers = [logging.getLogger(n) for n in dict.fromkeys([*families, *names])]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        for lg, level in zip(loggers, levels):
+            lg.setLevel(level)
+
+
+def _broken_pipe() -> int:
+    """The reader of stdout went away (``dxrf info ... | head``): stop quietly.
+
+    As Python's documentation advises for SIGPIPE: point stdout at devnull so
+    that the interpreter's final flush does not fail again.
+    """
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return 1  # the status Python itself exits with on EPIPE
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dxrf`` command."""
+    from ._files import DestinationExistsError
+
     parser = build_parser()
-    args = parser.parse_args(argv)
     try:
-        with _one_line_warnings():
-            return int(args.func(args) or 0)
+        args = parser.parse_args(argv)
+    except SystemExit:  # --help and usage errors: their text may meet a closed pipe too
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            _broken_pipe()
+        raise
+    try:
+        with _quiet_distributed(), _one_line_warnings():
+            status = int(args.func(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handler below
+        return status
+    except BrokenPipeError:
+        return _broken_pipe()
     except KeyboardInterrupt:
         print("dxrf: interrupted", file=sys.stderr)
         return 130
+    except DestinationExistsError as exc:
+        print(f"dxrf: error: {exc.message('--overwrite')}", file=sys.stderr)
+        return EXIT_USAGE
     except (CommandError, ValueError, TypeError, KeyError, FileNotFoundError, FileExistsError, OSError) as exc:
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         print(f"dxrf: error: {message}", file=sys.stderr)

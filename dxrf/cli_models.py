@@ -208,6 +208,7 @@ def build_model(args: argparse.Namespace, classification: bool) -> object:
 
 def _open(path: str, metadata: dict | None = None):
     import dxrf.io
+    from dxrf.io.dataset import check_column_stats
 
     data = dxrf.io.open_zarr(path)
     X = data.X
@@ -216,6 +217,7 @@ def _open(path: str, metadata: dict | None = None):
         std = np.asarray(metadata["x_std"], dtype=np.float32)
         if mean.shape[0] != X.shape[1]:
             raise ValueError(f"{path} has {X.shape[1]} columns but the model was fitted on {mean.shape[0]}")
+        check_column_stats(mean, std, "the model's standardisation", metadata.get("columns"))
         X = (X - mean) / std
     return data, X
 
@@ -229,14 +231,47 @@ def _check_columns(data, metadata: dict, path: str) -> None:
         raise ValueError(f"{path} does not have the model's columns ({detail}); ingest it with the training levels")
 
 
+def _check_two_classes(data, path: str) -> None:
+    """Refuse a target with fewer than two classes present, naming the class by its label (not its code)."""
+    counts = data.attrs.get("class_counts")
+    if counts is None or len(counts) != len(data.classes):
+        return  # the estimator's own check runs on the codes
+    present = [(c, int(n)) for c, n in zip(data.classes, counts) if n > 0]
+    if len(present) < 2:
+        label, n = present[0] if present else (None, 0)
+        raise ValueError(
+            f"{path}: the target {data.attrs.get('target')!r} has only one class, {label!r} (all {n} rows); "
+            f"a classifier needs at least two"
+        )
+
+
+def _check_out(args: argparse.Namespace, kind: str = "model") -> None:
+    """Refuse ``--out`` before any pass: a destination that would be refused at the end is refused now."""
+    from ._files import check_destination
+
+    check_destination(args.out, kind=kind, overwrite=args.overwrite)
+
+
+def _check_predictions_out(args: argparse.Namespace) -> None:
+    from .io.predictions import check_file_destination, prediction_format
+
+    if prediction_format(args.out) == "zarr":
+        _check_out(args, "predictions")
+    else:
+        check_file_destination(args.out, args.overwrite)
+
+
 def cmd_fit(args: argparse.Namespace) -> int:
     import dxrf
     import dxrf.io
 
+    _check_out(args)  # again, in case cmd_fit is called without the command line's precheck
     data = dxrf.io.open_zarr(args.data)
     if data.y is None:
         raise ValueError(f"{args.data} has no target array y; ingest it with --target")
     classification = data.classes is not None
+    if classification:
+        _check_two_classes(data, args.data)
     metadata: dict = {"columns": list(data.columns), "classes": None if not classification else list(map(str, data.classes))}
     X = data.X
     if args.standardize:
@@ -259,7 +294,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     for w in caught:
         if not issubclass(w.category, UserWarning):
             warnings.showwarning(w.message, w.category, w.filename, w.lineno)
-    model.save(args.out, metadata=metadata)
+    model.save(args.out, metadata=metadata, overwrite=args.overwrite)
     if hasattr(model, "cv_results_"):
         _print_search(model, X, elapsed, args.out, classification)
     else:
@@ -422,7 +457,8 @@ def add_model_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     p.add_argument("--dtype", choices=["float32", "float64"], default="float32", help="dtype of the features")
     p.add_argument("--seed", type=int, default=0, help="random seed of the features and splits")
     p.add_argument("--out", required=True, help="model path (a zarr group)")
-    p.set_defaults(func=client_runner(cmd_fit))
+    p.add_argument("--overwrite", action="store_true", help="replace an existing model at --out")
+    p.set_defaults(func=client_runner(cmd_fit), precheck=_check_out)
 
     p = sub.add_parser("predict", help="predict with a saved model into a .zarr, .csv or .parquet file, chunk by chunk",
                        parents=[common])
@@ -432,7 +468,7 @@ def add_model_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
                    help="predictions: P.zarr (array y_pred), P.csv or P.parquet (column 'prediction': the value, "
                         "or the class label)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing OUT")
-    p.set_defaults(func=client_runner(cmd_predict))
+    p.set_defaults(func=client_runner(cmd_predict), precheck=_check_predictions_out)
 
     p = sub.add_parser("evaluate", help="print a saved model's metrics on a dxrf zarr group", parents=[common])
     p.add_argument("model", help="a model saved by `dxrf fit`")

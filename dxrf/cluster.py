@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import math
+import numbers
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -155,6 +156,7 @@ def get_client(
     """
     from distributed import Client
 
+    _check_worker_options(n_workers, 1, memory_limit)
     target = scheduler_address(address)
     kwargs = {} if security is None else {"security": security}
     if target is not None:
@@ -221,6 +223,7 @@ def local_cluster(
     import dask
     from distributed import LocalCluster
 
+    _check_worker_options(n_workers, threads_per_worker, memory_limit)
     workers, per_worker = default_worker_layout()
     if dashboard_address is None:
         # without a dashboard the scheduler still serves HTTP (health, metrics); on
@@ -236,6 +239,20 @@ def local_cluster(
             dashboard_address=dashboard_address,
             **options,
         )
+
+
+def _check_worker_options(n_workers: object, threads_per_worker: object, memory_limit: object) -> None:
+    """Refuse worker counts and limits that would start a cluster without usable workers."""
+    from ._validation import ParameterTypeError, check_int
+
+    check_int(n_workers, "n_workers", allow_none=True)
+    check_int(threads_per_worker, "threads_per_worker")
+    if memory_limit is None or isinstance(memory_limit, str):
+        return
+    if isinstance(memory_limit, bool) or not isinstance(memory_limit, numbers.Real):
+        raise ParameterTypeError(f"memory_limit must be bytes (>= 0), a string such as '2GiB', or None, got {memory_limit!r}")
+    if not memory_limit >= 0:
+        raise ValueError(f"memory_limit must be bytes (>= 0, 0 for none), a string such as '2GiB', or None, got {memory_limit!r}")
 
 
 @functools.cache

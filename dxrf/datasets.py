@@ -677,6 +677,8 @@ def to_zarr(
     key = _canonical(name)
     if split not in ("train", "test"):
         raise ValueError(f"split must be 'train' or 'test', got {split!r}")
+    # before loading the data set: a destination that will be refused is refused now
+    _io.check_chunk_rows_and_destination(chunk_rows, dest, overwrite)
     if key in _FLIGHTS:
         return _flights_to_zarr(
             key, dest, split=split, chunk_rows=chunk_rows, overwrite=overwrite, progress=progress, **kw

@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
-from ._validation import check_int
+from ._validation import check_int, check_progress
 
 __all__ = ["Options", "get_options", "options"]
 
@@ -55,24 +55,45 @@ class Options:
     split_every: int = 8
     progress: bool | None = False
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        # also an assignment to the live object of get_options() is checked:
+        # split_every=1 would loop forever, tile_bytes=0 divide by zero
+        check = _CHECKS.get(name)
+        if check is None:
+            raise AttributeError(f"unknown dxrf option {name!r}; the options are {sorted(_CHECKS)}")
+        value = check(value)
+        bounds = {k: vars(self).get(k) for k in ("min_tile_rows", "max_tile_rows")} | {name: value}
+        if None not in bounds.values() and name in bounds:
+            _check_tile_bounds(bounds["min_tile_rows"], bounds["max_tile_rows"])
+        object.__setattr__(self, name, value)
 
-def _check_int(name: str, value: object, low: int) -> None:
-    check_int(value, f"option {name}", low=low)
+
+def _option_int(name: str, low: int, allow_none: bool = False) -> Any:
+    def check(value: object) -> int | None:
+        return check_int(value, f"option {name}", low=low, allow_none=allow_none)
+
+    return check
+
+
+_CHECKS = {
+    "tile_bytes": _option_int("tile_bytes", 1),
+    "min_tile_rows": _option_int("min_tile_rows", 1),
+    "max_tile_rows": _option_int("max_tile_rows", 1),
+    "blas_threads": _option_int("blas_threads", 1, allow_none=True),
+    # a fan-in below 2 never shrinks the reduction
+    "split_every": _option_int("split_every", 2),
+    "progress": lambda value: check_progress(value, "option progress"),
+}
+
+
+def _check_tile_bounds(low: int, high: int) -> None:
+    if low > high:
+        raise ValueError(f"option min_tile_rows ({low}) exceeds max_tile_rows ({high})")
 
 
 def _validated(opts: Options) -> Options:
-    """``opts`` after checking every field; raise TypeError/ValueError naming the option."""
-    _check_int("tile_bytes", opts.tile_bytes, 1)
-    _check_int("min_tile_rows", opts.min_tile_rows, 1)
-    _check_int("max_tile_rows", opts.max_tile_rows, 1)
-    if opts.min_tile_rows > opts.max_tile_rows:
-        raise ValueError(f"option min_tile_rows ({opts.min_tile_rows}) exceeds max_tile_rows ({opts.max_tile_rows})")
-    if opts.blas_threads is not None:
-        _check_int("blas_threads", opts.blas_threads, 1)
-    # a fan-in below 2 never shrinks the reduction
-    _check_int("split_every", opts.split_every, 2)
-    if opts.progress is not None and not isinstance(opts.progress, bool):
-        raise TypeError(f"option progress must be True, False or None, got {opts.progress!r}")
+    """``opts`` after checking the fields together (each is checked when it is set)."""
+    _check_tile_bounds(opts.min_tile_rows, opts.max_tile_rows)
     return opts
 
 

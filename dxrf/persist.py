@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import zarr
 
-from ._files import atomic_directory
+from ._files import KIND_ATTR, atomic_directory
 from .io.integrity import IntegrityError, array_options, verify
 from .persist_schema import check_fitted_names, check_fitted_values
 from .features.kernel import FeatureKernel
@@ -135,7 +135,7 @@ def _write_estimator(w: _Writer, est: Any) -> None:
     w.group.attrs.update({"class": name, "params": params, "fitted": fitted})
 
 
-def save(estimator: Any, path: str | os.PathLike, *, overwrite: bool = True, metadata: dict | None = None) -> Path:
+def save(estimator: Any, path: str | os.PathLike, *, overwrite: bool = False, metadata: dict | None = None) -> Path:
     """Save a (fitted or unfitted) dxrf estimator as a zarr group.
 
     Parameters
@@ -143,9 +143,12 @@ def save(estimator: Any, path: str | os.PathLike, *, overwrite: bool = True, met
     estimator : dxrf estimator
     path : path
         Directory of the zarr group. Written to a temporary sibling and
-        renamed into place; an existing model there is replaced only when
-        ``overwrite`` (the default) and only if it is a dxrf group.
-    overwrite : bool, default=True
+        renamed into place.
+    overwrite : bool, default=False
+        Replace an existing model at ``path``. Without it an existing
+        ``path`` raises :class:`~dxrf.io.DestinationExistsError`; even with
+        it, anything but a dxrf model (a data group, predictions, a file, a
+        directory of other files) is refused.
     metadata : dict, optional
         Extra values stored with the model (numbers, strings, arrays, lists,
         dicts), e.g. the standardisation the model expects; read back with
@@ -157,12 +160,12 @@ def save(estimator: Any, path: str | os.PathLike, *, overwrite: bool = True, met
     """
     from . import __version__
 
-    with atomic_directory(path, overwrite) as tmp:
+    with atomic_directory(path, overwrite, kind="model") as tmp:
         root = zarr.open_group(str(tmp), mode="w", zarr_format=3)
         writer = _Writer(root)
         _write_estimator(writer, estimator)
         extra = {} if metadata is None else {"metadata": writer.value(dict(metadata), "metadata")}
-        root.attrs.update({MARKER: FORMAT_VERSION, "dxrf_version": __version__, **extra})
+        root.attrs.update({MARKER: FORMAT_VERSION, KIND_ATTR: "model", "dxrf_version": __version__, **extra})
     return Path(path)
 
 
@@ -340,6 +343,6 @@ def load(path: str | os.PathLike, *, with_metadata: bool = False) -> Any:
 class SaveMixin:
     """Adds ``save(path)``: see :func:`dxrf.persist.save`."""
 
-    def save(self, path: str | os.PathLike, *, overwrite: bool = True, metadata: dict | None = None) -> Path:
+    def save(self, path: str | os.PathLike, *, overwrite: bool = False, metadata: dict | None = None) -> Path:
         """Save this estimator as a zarr group (arrays + JSON, no pickle); see :func:`dxrf.save`."""
         return save(self, path, overwrite=overwrite, metadata=metadata)

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ._validation import check_choice, check_dask_matrix, check_subset, is_dask
+from ._validation import check_choice, check_dask_matrix, check_not_sparse, check_pass_options, check_seed, check_subset, is_dask
 from .compensated import compensated_add
 from .engine import Pass, Rows, block_groups, check_block, group_rows, run_pass
 from .stats import check_split, resolve_kernel
@@ -307,6 +307,10 @@ def score_models(
     list of ModelScores, one per stack (or, with ``split``, a pair of such
     lists ``(train, validation)``; with ``folds``, a list of ``k`` such lists).
     """
+    _, _, progress, _ = check_pass_options(progress=progress)
+    split_seed = check_seed(split_seed, "split_seed")
+    check_not_sparse(X)
+    check_not_sparse(y, "y")
     models = list(models)
     if not models:
         raise ValueError("models is empty: give at least one LinearModels")

@@ -19,7 +19,16 @@ import numpy as np
 
 from ._blas import blas_limit
 from ._memory import check_pass, local_threads
-from ._validation import check_dask_matrix, check_fraction, check_int, check_subset, is_dask
+from ._validation import (
+    check_dask_matrix,
+    check_fraction,
+    check_int,
+    check_not_sparse,
+    check_pass_options,
+    check_seed,
+    check_subset,
+    is_dask,
+)
 from .compensated import CompensatedSums as _Sums  # noqa: F401 - the partials' type, named here for tests
 from .compensated import packed_size as _packed_size  # noqa: F401
 from .engine import hashed_split, run_pass, tile_grid
@@ -217,6 +226,10 @@ def block_stats(
     -------
     FeatureStats, or (FeatureStats, FeatureStats) when ``mask`` is given.
     """
+    tile_rows = check_int(tile_rows, "tile_rows", allow_none=True)
+    blas_threads = check_int(blas_threads, "blas_threads", allow_none=True)
+    row_offset = check_int(row_offset, "row_offset", low=0)
+    check_not_sparse(X)
     X, Y = check_stats_block(X, y, kernel, row_offset)
     if mask is not None:
         mask = np.asarray(mask, dtype=bool).reshape(-1)
@@ -350,6 +363,12 @@ def accumulate(
     avoid oversubscribing the cores. The pass is :func:`dxrf.engine.run_pass`
     over :func:`dxrf.stats_tiles.stats_pass`.
     """
+    split_every, lanes, progress, tile_rows = check_pass_options(
+        split_every=split_every, lanes=lanes, progress=progress, tile_rows=tile_rows
+    )
+    split_seed = check_seed(split_seed, "split_seed")
+    check_not_sparse(X)
+    check_not_sparse(y, "y")
     if features is None:
         raise ValueError("features is required: pass a feature map such as RandomFourierFeatures(...)")
     many = isinstance(features, (list, tuple))
@@ -360,8 +379,6 @@ def accumulate(
     d = {k.n_features_in for k in kernels}
     if len(d) > 1:
         raise ValueError(f"the feature maps expect different numbers of input columns: {sorted(d)}")
-    tile_rows = check_int(tile_rows, "tile_rows", allow_none=True, what="a positive integer")
-    split_every = check_int(split_every, "split_every", low=2, allow_none=True, what="an integer of at least 2")
     fraction, mask, folds = check_split(split, folds)
 
     if not is_dask(X):

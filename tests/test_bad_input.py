@@ -61,6 +61,32 @@ def files(tmp_path_factory, cluster2):
     (root / "test.csv").write_text("colour,x,y\nred,1,0.5\ngreen,2,1.5\n")
     np.save(root / "objects.npy", np.array([[1, "a"], [2, "b"]], dtype=object), allow_pickle=True)
     np.save(root / "complex.npy", np.ones((4, 3), dtype=complex))
+    # sources that ingest used to mangle silently, and truncated ones
+    (root / "dup.csv").write_text("a,b,a,y\n1,2,3,4\n5,6,7,8\n")
+    import gzip
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table([pa.array([1.0, 2.0]), pa.array([3.0, 4.0]), pa.array([5.0, 6.0])], names=["a", "y", "a"]),
+                   root / "dup.parquet")
+    nested = {
+        "list": pa.array([[1, 2], [3]]),
+        "struct": pa.array([{"u": 1}, {"u": 2}]),
+        "map": pa.array([[("k", 1)], [("k", 2)]], type=pa.map_(pa.string(), pa.int64())),
+        "binary": pa.array([b"\x00", b"\x01"]),
+    }
+    for name, arr in nested.items():
+        pq.write_table(pa.table({"a": [1.0, 2.0], "c": arr, "y": [0.0, 1.0]}), root / f"{name}.parquet")
+    (root / "repeated.svm").write_text("1 1:0.5 2:1\n0 3:1 1:2 3:4\n")
+    values = [f"{0.001 * i:.3f}" for i in range(3000)]
+    values[2500] = "n.a."
+    (root / "late-text.csv").write_text("f,y\n" + "".join(f"{v},{i}\n" for i, v in enumerate(values)))
+    text = "a,b,y\n" + "".join(f"{i},{2 * i},{0.5 * i}\n" for i in range(5000))
+    packed = gzip.compress(text.encode())
+    (root / "truncated.csv.gz").write_bytes(packed[: len(packed) // 2])
+    np.save(root / "whole.npy", np.ones((200, 4)))
+    (root / "truncated.npy").write_bytes((root / "whole.npy").read_bytes()[:1000])
     # zarr data: good, without target, with 3 columns, without X, with corrupt metadata, with a corrupt chunk
     Xd = rng.normal(size=(400, 4))
     yd = np.sin(Xd[:, 0])
@@ -75,6 +101,12 @@ def files(tmp_path_factory, cluster2):
     for chunk in sorted((root / "corrupt-chunk.zarr" / "X" / "c").rglob("*")):
         if chunk.is_file():
             chunk.write_bytes(b"this is not a blosc frame")
+    # a group whose stored x_std of column 'b' is 0, and one whose target has a single class
+    shutil.copytree(root / "train.zarr", root / "zero-std.zarr")
+    import zarr
+
+    zarr.open_group(str(root / "zero-std.zarr"), mode="r+")["x_std"][1] = 0.0
+    dxrf.io.write_zarr(Xd, root / "one-class.zarr", y=np.array(["yes"] * len(Xd)), chunk_rows=100)
     # models: a good one (with the column names `dxrf predict` checks), and one of format version 3 (a future one)
     model = dxrf.RandomFeatureRidge(rff(20)).fit(Xd, yd)
     model.save(root / "model", metadata={"columns": ["a", "b", "c", "d"], "classes": None})
@@ -227,6 +259,44 @@ CASES = [
          cli=["predict", "{model}", "{three.zarr}", "--out", "{dest}"], dest="pred.zarr"),
     Case("cli-fit-without-target", r"has no target array y",
          cli=["fit", "{no-y.zarr}", "--out", "{dest}"], dest="model.out"),
+    # messages that used to name the wrong thing
+    Case("open-zarr-zero-std", r"zero-std\.zarr': x_std is 0\.0 for column 'b' \(1 column\(s\) in all\); it must be positive",
+         lambda f: dxrf.io.open_zarr(p(f, "zero-std.zarr"), standardize=True)),
+    Case("cli-fit-zero-std", r"x_std is 0\.0 for column 'b'",
+         cli=["fit", "{zero-std.zarr}", "--bandwidth", "1", "--n-components", "5", "--out", "{dest}"], dest="model.out"),
+    Case("cli-fit-one-class", r"one-class\.zarr: the target 'y' has only one class, 'yes' \(all 400 rows\)",
+         cli=["fit", "{one-class.zarr}", "--bandwidth", "1", "--n-components", "5", "--out", "{dest}"], dest="model.out"),
+    Case("classifier-one-class-codes", r"only one class: 0$",
+         lambda f: dxrf.RandomFeatureClassifier(rff()).fit(X, np.zeros(len(X), dtype=np.int32))),
+    Case("accumulate-sparse", r"X is a SciPy sparse matrix; .*X\.toarray\(\)", error=TypeError,
+         run=lambda f: dxrf.accumulate(__import__("scipy.sparse").sparse.csr_matrix(X), features=rff().fit(X))),
+    # ingest refuses what it used to mangle silently, naming the column, line or file
+    Case("ingest-csv-duplicate-column", r"header of '.*dup\.csv': column name 'a' appears more than once \(columns 0 and 2",
+         _ingest("dup.csv", "out.zarr", target="y"), dest="out.zarr"),
+    Case("cli-ingest-csv-duplicate-column", r"column name 'a' appears more than once",
+         cli=["ingest", "{dup.csv}", "{dest}", "--target", "y"], dest="out.zarr"),
+    Case("ingest-names-duplicate", r"names: column name 'b' appears more than once",
+         _ingest("dup.csv", "out.zarr", header=False, names=["a", "b", "b", "y"]), dest="out.zarr"),
+    Case("ingest-parquet-duplicate-column", r"column name 'a' appears more than once \(columns 0 and 2",
+         _ingest("dup.parquet", "out.zarr", target="y"), dest="out.zarr"),
+    Case("ingest-parquet-list", r"column 'c' of '.*list\.parquet' has the Parquet type list<",
+         _ingest("list.parquet", "out.zarr", target="y"), dest="out.zarr"),
+    Case("ingest-parquet-struct", r"column 'c' .* has the Parquet type struct<u: int64>",
+         _ingest("struct.parquet", "out.zarr", target="y"), dest="out.zarr"),
+    Case("ingest-parquet-map", r"column 'c' .* has the Parquet type map<string, int64",
+         _ingest("map.parquet", "out.zarr", target="y"), dest="out.zarr"),
+    Case("cli-ingest-parquet-binary", r"column 'c' .* has the Parquet type binary, which cannot be ingested",
+         cli=["ingest", "{binary.parquet}", "{dest}", "--target", "y"], dest="out.zarr"),
+    Case("ingest-parquet-list-after-transform", r"column 'c' holds ndarray values \(e\.g\. at row 0\)",
+         _ingest("list.parquet", "out.zarr", target="y", transform=lambda d: d), dest="out.zarr"),
+    Case("ingest-libsvm-repeated-index", r"line 2: feature index 3 appears more than once",
+         _ingest("repeated.svm", "out.zarr"), dest="out.zarr"),
+    Case("ingest-numbers-then-text", r"column 'f' holds numbers but has the text 'n\.a\.' at row 2500",
+         _ingest("late-text.csv", "out.zarr", target="y", chunk_rows=500, max_levels=100), dest="out.zarr"),
+    Case("ingest-truncated-gzip", r"cannot read '.*truncated\.csv\.gz' as csv \(truncated or corrupt\?\): EOFError",
+         _ingest("truncated.csv.gz", "out.zarr", target="y"), dest="out.zarr"),
+    Case("cli-ingest-truncated-npy", r"cannot read '.*truncated\.npy' as a \.npy array .*mmap length",
+         cli=["ingest", "{truncated.npy}", "{dest}"], dest="out.zarr"),
     Case("ingest-unseen-level", r"column 'colour': value 'green' at row 1 is not one of the 2 known levels",
          lambda f: dxrf.io.ingest(p(f, "test.csv"), p(f, "test.zarr"), target="y", handle_unknown="error",
                                   levels=dxrf.io.open_zarr(_train_group(f)).attrs["levels"]),

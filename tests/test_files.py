@@ -59,7 +59,7 @@ _SAVER = textwrap.dedent(
     print("ready", flush=True)
     i = 0
     while True:
-        models[i % len(models)].save(path)
+        models[i % len(models)].save(path, overwrite=True)
         print(f"saved {i % len(models)}", flush=True)
         i += 1
     """
@@ -125,9 +125,9 @@ def test_killed_while_saving_leaves_the_previous_model(big_models, tmp_path):
 
     assert leftovers_seen >= 1  # kills did land in the middle of writes
     # later saves are not disturbed by the leftovers, and replace the model
-    refs[1][1].save(path)
+    refs[1][1].save(path, overwrite=True)
     assert _which(dxrf.load(path), refs, Xb) == 1
-    refs[0][1].save(path)
+    refs[0][1].save(path, overwrite=True)
     assert _which(dxrf.load(path), refs, Xb) == 0
 
 
@@ -143,7 +143,7 @@ _CRASHER = textwrap.dedent(
         _files._exchange = lambda a, b: os._exit(9)
     else:  # right after the exchange, before the old copy is deleted
         _files.shutil = types.SimpleNamespace(rmtree=lambda *a, **k: os._exit(9))
-    model.save(path)
+    model.save(path, overwrite=True)
     """
 )
 
@@ -166,7 +166,7 @@ def test_killed_at_the_moment_of_replacement(big_models, tmp_path, where, expect
     (tmp,) = [p for p in tmp_path.iterdir() if p.name.startswith("model.tmp-")]
     # the other model is complete under the temporary name
     assert _which(dxrf.load(tmp), refs, Xb) == 1 - expected
-    refs[1][1].save(path)
+    refs[1][1].save(path, overwrite=True)
     assert _which(dxrf.load(path), refs, Xb) == 1
 
 
@@ -379,9 +379,9 @@ def test_load_refuses_tampered_models(tmp_path, tamper, match):
     # dxrf group is not replaced: it must be removed first)
     if not _files.is_dxrf_group(path):
         with pytest.raises(ValueError, match="refusing to overwrite"):
-            model.save(path)
+            model.save(path, overwrite=True)
         shutil.rmtree(path)
-    model.save(path)
+    model.save(path, overwrite=True)
     np.testing.assert_array_equal(dxrf.load(path).predict(X), model.predict(X))
 
 

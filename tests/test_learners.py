@@ -235,7 +235,7 @@ def test_load_refuses_other_versions_and_bad_shapes(regression, tmp_path):
     meta_path.write_text(json.dumps(meta))
     with pytest.raises(ModelFormatError, match="format version 99"):
         dxrf.load(path)
-    model.save(path)  # overwrite the tampered model atomically
+    model.save(path, overwrite=True)  # overwrite the tampered model atomically
     assert isinstance(dxrf.load(path), dxrf.RandomFeatureRidge)
     # a coefficient array of the wrong shape
     import zarr

@@ -129,8 +129,19 @@ def store_zarr(X: Any, path: str | Path) -> float:
     """
     import dask.array as da
 
+    from dxrf._files import DestinationRefusedError, _describe
     from dxrf.io import default_compressor
 
+    path = Path(path)
+    # with --workdir the folder is the user's: replace only a scratch array of an earlier run
+    if path.exists() or path.is_symlink():
+        meta = path / "zarr.json"
+        is_array = path.is_dir() and not path.is_symlink() and meta.is_file() and '"node_type": "array"' in meta.read_text()
+        if not is_array:
+            raise DestinationRefusedError(
+                f"refusing to overwrite {str(path)!r}: it is {_describe(path)[0]}, and the benchmark writes a "
+                f"scratch zarr array there; choose another --workdir"
+            )
     t0 = time.perf_counter()
     da.to_zarr(X, str(path), overwrite=True, compressors=default_compressor())
     return time.perf_counter() - t0

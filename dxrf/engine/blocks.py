@@ -48,6 +48,8 @@ class Rows:
 
 def tile_grid(start: int, stop: int, tile_rows: int) -> list[tuple[int, int]]:
     """The global tiles ``[t T, (t+1) T)`` intersected with the rows ``[start, stop)``."""
+    if tile_rows < 1:  # the loop below would never end (or divide by zero)
+        raise ValueError(f"tile_rows must be a positive integer, got {tile_rows}")
     out = []
     t = start // tile_rows
     while t * tile_rows < stop:

@@ -21,6 +21,7 @@ import numpy as np
 
 from .._blas import blas_limit
 from .._memory import check_pass, format_bytes
+from .._validation import check_pass_options
 from ..options import get_options
 from ..progress import compute
 from .blocks import Rows, aligned_blocks, cut_tiles, in_process_starts, lcm_rows, row_starts
@@ -216,6 +217,7 @@ def run_pass(
     names : sequence of str, optional
         Names of the columns, for error messages.
     """
+    split_every, lanes, progress, _ = check_pass_options(split_every=split_every, lanes=lanes, progress=progress)
     opts = get_options()
     shared = tuple(shared)
     names = list(names) if names is not None else [f"column {i}" for i in range(len(columns))]

@@ -36,9 +36,11 @@ Conventions
 * Row numbers in error messages are 0-based positions among the data rows of
   the source (a header line and ``skiprows`` are not counted).
 * The destination is written into a temporary sibling directory
-  ``<dest>.tmp-<random>`` and renamed into place at the end; on any error the
-  temporary directory is removed, so nothing half-written is ever left at
-  ``dest``. Destinations are local directories.
+  ``<dest>.tmp-<writer>-<random>`` and renamed into place at the end; on any
+  error the temporary directory is removed, so nothing half-written is ever
+  left at ``dest`` (one left by a killed writer is removed by the next write
+  to ``dest``). Only a data group is replaced, and only with ``overwrite``.
+  Destinations are local directories.
 
 Modules
 -------
@@ -56,7 +58,7 @@ from __future__ import annotations
 
 # Every top-level name of the former single module stays importable from
 # here, the private ones included (other modules and tests use some of them).
-from .._files import DestinationExistsError
+from .._files import DestinationExistsError, DestinationNotWritableError, DestinationRefusedError
 from .._files import atomic_directory as _atomic_directory
 from .arrays import _ingest_arrays
 from .checks import (
@@ -87,12 +89,14 @@ from .readers.npy import _NpzMember, _read_row_blocks
 from .readers.parquet import _parquet_frames
 from .table_scan import _add_levels, _as_str, _first_row, _FramePrep, _is_numeric, _Scan, _scan_table, _TableOptions
 from .tables import _build_schema, _check_nan_policy_table, _ingest_table, _TableSchema
-from .write import write_zarr
+from .write import check_chunk_rows_and_destination, write_zarr
 from .writer import _Moments, _Progress, _safe_std, _ZarrWriter
 
 __all__ = [
     "DXRF_FORMAT",
     "DestinationExistsError",
+    "DestinationNotWritableError",
+    "DestinationRefusedError",
     "IngestReport",
     "ZarrDataset",
     "default_compressor",

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from .._memory import check_allocation, ingest_chunk_bytes
+from .._validation import check_int
 from .checks import _check_numeric_dtype, _feature_names, _select_columns
 from .labels import _class_codes, _resolve_task, _unique_labels
 from .readers.libsvm import _libsvm_blocks
@@ -60,7 +61,8 @@ def _ingest_arrays(
             arr = np.load(path, mmap_mode="r", allow_pickle=False)
         except ValueError as exc:
             if "object" not in str(exc):
-                raise
+                # numpy's words ("mmap length is greater than file size") do not say which file
+                raise ValueError(f"cannot read {str(path)!r} as a .npy array (truncated or corrupt?): {exc}") from None
             raise TypeError(
                 f"the array in {str(path)!r} holds Python objects (dtype object); only numeric arrays can be ingested"
             ) from None
@@ -181,9 +183,7 @@ def _ingest_arrays(
                 f"(it implies {d_file} dense columns)",
             )
         else:
-            if isinstance(n_features, bool) or not isinstance(n_features, numbers.Integral) or n_features < 1:
-                raise ValueError(f"n_features must be a positive integer, got {n_features!r}")
-            d_file = int(n_features)
+            d_file = check_int(n_features, "n_features")
             _check_width(d_file, chunk_rows, 4, f"n_features={d_file}")
             if max_col >= d_file:
                 raise ValueError(f"a feature index ({max_col + (0 if zero_based else 1)}) exceeds n_features={d_file}")

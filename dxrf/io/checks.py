@@ -8,12 +8,13 @@ row counts, column names and dtypes that :func:`~dxrf.io.ingest` and
 
 from __future__ import annotations
 
-import numbers
 import os
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+
+from .._validation import check_int
 
 _FORMATS = ("csv", "parquet", "npy", "npz", "libsvm")
 _SUFFIX_FORMATS = {
@@ -33,11 +34,7 @@ _TASKS = ("auto", "regression", "classification")
 
 
 def _check_chunk_rows(chunk_rows: object) -> int:
-    if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, numbers.Integral):
-        raise TypeError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
-    if chunk_rows < 1:
-        raise ValueError(f"chunk_rows must be a positive integer, got {chunk_rows}")
-    return int(chunk_rows)
+    return check_int(chunk_rows, "chunk_rows")
 
 
 def _check_choice(value: object, name: str, choices: Sequence[str]) -> str:
@@ -47,13 +44,7 @@ def _check_choice(value: object, name: str, choices: Sequence[str]) -> str:
 
 
 def _check_n_rows(n_rows: object) -> int | None:
-    if n_rows is None:
-        return None
-    if isinstance(n_rows, bool) or not isinstance(n_rows, numbers.Integral):
-        raise TypeError(f"n_rows must be a positive integer or None, got {n_rows!r}")
-    if n_rows < 1:
-        raise ValueError(f"n_rows must be a positive integer or None, got {n_rows}")
-    return int(n_rows)
+    return check_int(n_rows, "n_rows", allow_none=True)
 
 
 def _base_suffix(path: Path) -> str:
@@ -85,9 +76,20 @@ def _feature_names(names: Sequence[str] | None, n: int, what: str) -> list[str]:
     names = [str(c) for c in names]
     if len(names) != n:
         raise ValueError(f"names has {len(names)} entries but {what} has {n} columns")
-    if len(set(names)) != len(names):
-        raise ValueError(f"names are not unique: {names}")
+    _check_unique(names, "names")
     return names
+
+
+def _check_unique(names: Sequence[str], what: str) -> None:
+    """Raise ValueError naming the first column name that appears twice in ``names``."""
+    seen: dict[str, int] = {}
+    for j, c in enumerate(names):
+        if c in seen:
+            raise ValueError(
+                f"{what}: column name {c!r} appears more than once (columns {seen[c]} and {j}, counting from 0); "
+                f"give every column its own name"
+            )
+        seen[c] = j
 
 
 def _select_columns(names: list[str], drop: Sequence[str]) -> list[int]:

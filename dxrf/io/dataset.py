@@ -30,6 +30,26 @@ def _standardize_block(block: np.ndarray, mean: np.ndarray, std: np.ndarray) -> 
     return ((block.astype(np.float64) - mean) / std).astype(np.float32)
 
 
+def check_column_stats(mean: np.ndarray, std: np.ndarray, where: str, columns: Any = None) -> None:
+    """Refuse standardisation statistics that would turn the data into NaN or infinity.
+
+    A standard deviation of 0 (or NaN, inf) would otherwise surface passes
+    later as "X contains NaN or infinity", naming neither the column nor the
+    statistics.
+    """
+    mean, std = np.asarray(mean, dtype=np.float64), np.asarray(std, dtype=np.float64)
+    for name, values, ok in (("x_std", std, np.isfinite(std) & (std > 0)), ("x_mean", mean, np.isfinite(mean))):
+        bad = np.flatnonzero(~ok)
+        if bad.size:
+            j = int(bad[0])
+            col = f"column {columns[j]!r}" if columns is not None and j < len(columns) else f"column {j}"
+            need = "positive and finite" if name == "x_std" else "finite"
+            raise ValueError(
+                f"{where}: {name} is {float(values[j])!r} for {col} ({bad.size} column(s) in all); it must be {need} "
+                f"to standardise (a constant column is stored with x_std 1)"
+            )
+
+
 def _scale_block(block: np.ndarray, lo: float, hi: float) -> np.ndarray:
     if hi == lo:
         return np.zeros(block.shape, dtype=np.float32)
@@ -117,6 +137,7 @@ class ZarrDataset:
             float32 ``(X - x_mean) / x_std``, computed in float64 per block.
         """
         mean, std = self.x_mean, self.x_std
+        check_column_stats(mean, std, repr(self.path), self.columns)
         if isinstance(X, da.Array):
             if X.ndim != 2 or X.shape[1] != len(mean):
                 raise ValueError(f"X must have {len(mean)} columns, got shape {X.shape}")

@@ -23,7 +23,7 @@ DXRF_FORMAT = 2  # 2: crc32c chunks, every chunk stored, array records in 'array
 # Attributes the writer computes itself; user attributes may not replace them.
 _RESERVED_ATTRS = frozenset(
     {
-        "dxrf_format", "columns", "target", "task", "classes", "class_counts", "n_rows",
+        "dxrf_format", "dxrf_kind", "columns", "target", "task", "classes", "class_counts", "n_rows",
         "n_dropped", "chunk_rows", "y_min", "y_max", "y_mean", "y_std", "arrays",
     }
 )

@@ -7,7 +7,6 @@ that is renamed onto ``dest`` only when complete.
 
 from __future__ import annotations
 
-import numbers
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from .._files import atomic_directory as _atomic_directory
+from .._validation import check_int
 from .arrays import _ingest_arrays
 from .checks import (
     _FORMATS,
@@ -24,16 +24,32 @@ from .checks import (
     _check_choice,
     _check_chunk_rows,
     _check_n_rows,
+    _check_unique,
     _infer_format,
     _is_tsv,
 )
 from .index_columns import warn_index_columns
 from .layout import IngestReport, _report
 from .like import check_columns_like, training_encoding
+from .readers import source_errors
 from .readers.csv import _csv_errors, _csv_frames
-from .readers.parquet import _parquet_frames
+from .readers.parquet import _check_parquet_schema, _parquet_frames
 from .table_scan import _TableOptions
 from .tables import _ingest_table
+
+
+def _check_header(path: Path, kw: dict[str, Any]) -> None:
+    """Refuse a header that names a column twice (pandas would rename the second ``a.1``)."""
+    skip = ("dtype", "converters", "parse_dates", "index_col", "names", "header", "na_values", "keep_default_na", "na_filter")
+    probe_kw = {k: v for k, v in kw.items() if k not in skip}
+    with _csv_errors(path):
+        try:
+            head = pd.read_csv(path, header=None, nrows=1, dtype=str, na_filter=False, **probe_kw)
+        except pd.errors.EmptyDataError:
+            return  # an empty file: reported by the pass itself
+    # blank names are not compared: pandas names them "Unnamed: j" by their position
+    names = [str(v) for v in head.iloc[0].tolist()] if len(head) else []
+    _check_unique([c if c.strip() else f"\0{j}" for j, c in enumerate(names)], f"the header of {str(path)!r}")
 
 
 def ingest(
@@ -111,8 +127,10 @@ def ingest(
     drop_columns : list of str, optional
         Columns to ignore (names after ``transform``).
     overwrite : bool, default False
-        Replace an existing dxrf group (or empty directory) at ``dest``.
-        Without it an existing ``dest`` raises :class:`DestinationExistsError`.
+        Replace an existing dxrf data group (or empty directory) at ``dest``.
+        Without it an existing ``dest`` raises :class:`DestinationExistsError`;
+        anything else at ``dest`` (a model, predictions, a file, a directory of
+        other files) is never replaced (:class:`DestinationRefusedError`).
     progress : bool or callable, default False
         Print a row counter to stderr, or call ``progress(stage, rows)``.
     task : {"auto", "regression", "classification"}, default "auto"
@@ -196,8 +214,8 @@ def ingest(
     _check_choice(task, "task", _TASKS)
     _check_choice(handle_unknown, "handle_unknown", ("error", "ignore"))
     n_rows = _check_n_rows(n_rows)
-    if isinstance(max_levels, bool) or not isinstance(max_levels, numbers.Integral) or max_levels < 1:
-        raise ValueError(f"max_levels must be a positive integer, got {max_levels!r}")
+    max_levels = check_int(max_levels, "max_levels")
+    n_features = check_int(n_features, "n_features", allow_none=True)
     if isinstance(drop_columns, str):
         raise TypeError("drop_columns must be a list of column names, not a string")
     drop = [str(c) for c in (drop_columns or ())]
@@ -225,7 +243,7 @@ def ingest(
     attrs: dict[str, Any] = {"source": str(path), "format": fmt}
     if like_info is not None:
         attrs["encoded_like"] = like_info["path"]
-    with _atomic_directory(dest, overwrite) as tmp:
+    with _atomic_directory(dest, overwrite, kind="data") as tmp, source_errors(path, fmt):
         if fmt in ("csv", "parquet"):
             opts = _TableOptions(
                 target=target,
@@ -257,13 +275,18 @@ def ingest(
                     with _csv_errors(path):
                         probe = pd.read_csv(path, header=None, nrows=1, **kw)
                     names = [f"x{j}" for j in range(probe.shape[1])]
+                if names is None and header and "usecols" not in kw:
+                    _check_header(path, kw)
                 kw["header"] = 0 if header else None
                 if names is not None:
                     kw["names"] = [str(c) for c in names]
+                    _check_unique(kw["names"], "names")
                 frames = _csv_frames(path, chunk_rows=chunk_rows, n_rows=n_rows, read_kw=kw)
             else:
                 if names is not None:
                     raise ValueError("names= does not apply to Parquet sources (they carry their column names)")
+                if transform is None:  # else the transform may turn such columns into numbers
+                    _check_parquet_schema(path, skip=drop)
                 frames = _parquet_frames(path, chunk_rows=chunk_rows, n_rows=n_rows, columns=None)
             out = _ingest_table(frames, tmp, opts, chunk_rows=chunk_rows, progress=progress, attrs=attrs)
         else:

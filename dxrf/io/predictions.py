@@ -24,7 +24,13 @@ import numpy as np
 import pandas as pd
 import zarr
 
-from .._files import DestinationExistsError, atomic_directory
+from .._files import (
+    KIND_ATTR,
+    DestinationExistsError,
+    DestinationNotWritableError,
+    DestinationRefusedError,
+    atomic_directory,
+)
 from ..progress import blocks_in_order, compute
 from .integrity import IntegrityError, array_options, checked_reader, describe, verify
 from .layout import DXRF_FORMAT, default_compressor
@@ -52,21 +58,41 @@ def _column_names(pred: da.Array) -> list[str]:
     return [f"prediction_{j}" for j in range(pred.shape[1])]
 
 
-@contextlib.contextmanager
-def _atomic_file(dest: str | os.PathLike, overwrite: bool) -> Iterator[Path]:
-    """A temporary sibling of the file ``dest``, renamed onto it on success and removed on error."""
+def check_file_destination(dest: str | os.PathLike, overwrite: bool) -> Path:
+    """Check before any work that a prediction file may be written at ``dest``; return it absolute."""
     dest = Path(dest).expanduser().absolute()
     if dest.exists() or dest.is_symlink():
+        if dest.is_symlink() or not dest.is_file():
+            raise DestinationRefusedError(f"refusing to write predictions at {str(dest)!r}: it is not a regular file")
         if not overwrite:
-            raise DestinationExistsError(f"destination {str(dest)!r} exists; pass overwrite=True to replace it")
-        if not dest.is_file() or dest.is_symlink():
-            raise ValueError(f"refusing to overwrite {str(dest)!r}: it is not a regular file")
+            raise DestinationExistsError(dest, "a file")
     if not dest.parent.is_dir():
         raise ValueError(f"parent directory of the destination does not exist: {str(dest.parent)!r}")
+    if not os.access(dest.parent, os.W_OK | os.X_OK):
+        raise DestinationNotWritableError(f"cannot write in {str(dest.parent)!r} (permission denied)")
+    return dest
+
+
+@contextlib.contextmanager
+def _atomic_file(dest: str | os.PathLike, overwrite: bool) -> Iterator[Path]:
+    """A temporary sibling of the file ``dest``, published onto it on success and removed on error.
+
+    Without ``overwrite`` the publication is a hard link, which fails if
+    ``dest`` appeared meanwhile (of two racing writers one wins); with it, an
+    atomic rename over the old file.
+    """
+    dest = check_file_destination(dest, overwrite)
     tmp = dest.parent / f"{dest.name}.tmp-{secrets.token_hex(6)}"
     try:
         yield tmp
-        os.replace(tmp, dest)
+        if overwrite:
+            os.replace(tmp, dest)
+        else:
+            try:
+                os.link(tmp, dest)
+            except FileExistsError:
+                raise DestinationExistsError(dest, "a file written meanwhile") from None
+            tmp.unlink()
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -123,7 +149,7 @@ def write_predictions(
         raise ValueError(f"pred must be 1- or 2-dimensional, got shape {pred.shape}")
     fmt = prediction_format(dest)
     if fmt == "zarr":
-        with atomic_directory(dest, overwrite) as tmp:
+        with atomic_directory(dest, overwrite, kind="predictions") as tmp:
             root = zarr.open_group(str(tmp), mode="w", zarr_format=3)
             shape = pred.shape
             chunks = (pred.chunks[0][0],) + shape[1:]
@@ -133,7 +159,7 @@ def write_predictions(
             # chunk by chunk: each block is computed and stored on a worker, never gathered
             stored = da.store(pred.rechunk((chunks[0],) + shape[1:]), arr, lock=False, compute=False)
             compute(stored, progress=progress)
-            meta = {"dxrf_format": DXRF_FORMAT, "content": "predictions", "columns": _column_names(pred),
+            meta = {"dxrf_format": DXRF_FORMAT, KIND_ATTR: "predictions", "content": "predictions", "columns": _column_names(pred),
                     "n_rows": int(shape[0]), "arrays": {"y_pred": describe(arr)}}
             if classes is not None:
                 meta["classes"] = list(classes)

@@ -101,7 +101,7 @@ def split_zarr(
     chunk_rows = int(ds.attrs.get("chunk_rows") or X.chunks[0][0])
     classes = ds.classes
     counter = _Progress(show_progress(progress), "splitting")
-    with atomic_directory(train, overwrite) as tmp_train, atomic_directory(test, overwrite) as tmp_test:
+    with atomic_directory(train, overwrite, kind="data") as tmp_train, atomic_directory(test, overwrite, kind="data") as tmp_test:
         writers = {
             name: _ZarrWriter(tmp, ds.columns, chunk_rows=chunk_rows, task=ds.task, n_classes=len(classes or ()),
                               target=ds.target)

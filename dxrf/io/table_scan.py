@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .checks import _check_unique
 from .labels import _row
 from .writer import _Progress
 
@@ -78,8 +79,7 @@ class _FramePrep:
             df = df.rename(columns=str)
         if self.columns is None:
             cols = list(df.columns)
-            if len(set(cols)) != len(cols):
-                raise ValueError(f"duplicate column names in the source: {cols}")
+            _check_unique(cols, "the source")
             missing = [c for c in opts.drop_columns if c not in cols]
             if missing:
                 raise ValueError(f"drop_columns names columns that are not in the source: {missing}; columns: {cols}")
@@ -98,6 +98,7 @@ class _FramePrep:
                 raise ValueError("no feature columns left after drop_columns")
         if opts.drop_columns:
             df = df.drop(columns=opts.drop_columns)
+        _check_flat(df)
         if list(df.columns) != self.columns:
             raise ValueError(f"columns changed between chunks: {list(df.columns)} != {self.columns}")
         for c in str_columns:
@@ -114,6 +115,25 @@ class _FramePrep:
         return df
 
 
+_NESTED = (list, tuple, dict, set, bytes, bytearray, np.ndarray)
+
+
+def _check_flat(df: pd.DataFrame) -> None:
+    """Refuse columns of lists, dicts, arrays or bytes (from Parquet or a transform): their printed
+    forms would become category levels."""
+    for c in df.columns:
+        s = df[c]
+        if s.dtype != object:
+            continue
+        first = s.first_valid_index()
+        if first is not None and isinstance(s.at[first], _NESTED):
+            v = s.at[first]
+            raise ValueError(
+                f"column {c!r} holds {type(v).__name__} values (e.g. at row {_row(first)}), which cannot be "
+                f"ingested: only numbers, booleans and text (categories) can; drop the column or flatten it first"
+            )
+
+
 @dataclasses.dataclass
 class _Scan:
     """What the first pass learnt about a table."""
@@ -128,6 +148,8 @@ class _Scan:
     n_missing: dict = dataclasses.field(default_factory=dict)
     first_bad: dict = dataclasses.field(default_factory=dict)
     target_first_missing: int | None = None
+    #: column -> (value, row) of its first value that is not a number, from its first text chunk
+    first_text: dict = dataclasses.field(default_factory=dict)
 
 
 def _first_row(mask: np.ndarray, index: pd.Index) -> Any:
@@ -181,6 +203,8 @@ def _scan_table(
                     _add_levels(scan, c, _as_str(s).dropna().unique(), opts.max_levels, "levels")
             else:
                 scan.text_seen.add(c)
+                if c not in scan.first_text:
+                    _note_first_text(scan, c, s)
                 if not is_target and not opts.auto_categorical and c not in forced:
                     v = s.dropna().iloc[0]
                     raise ValueError(
@@ -205,10 +229,32 @@ def _scan_table(
     return scan
 
 
+def _note_first_text(scan: _Scan, col: str, s: pd.Series) -> None:
+    """Remember the first value of ``col`` in this chunk that does not read as a number, and its row."""
+    vals = s.dropna()
+    bad = pd.to_numeric(vals.astype(str), errors="coerce").isna().to_numpy()
+    hits = np.flatnonzero(bad)
+    if hits.size:
+        scan.first_text[col] = (vals.iloc[hits[0]], _row(vals.index[hits[0]]))
+
+
+def _mostly_numbers(levels: set) -> bool:
+    text = pd.Series([str(v) for v in levels], dtype=object)
+    return bool(pd.to_numeric(text, errors="coerce").notna().mean() > 0.5)
+
+
 def _add_levels(scan: _Scan, col: str, values: Iterable[Any], max_levels: int, what: str) -> None:
     lv = scan.levels.setdefault(col, set())
     lv.update(v.item() if isinstance(v, np.generic) else v for v in values)
     if len(lv) > max_levels:
+        if col in scan.first_text and (col in scan.numeric_seen or _mostly_numbers(lv)):
+            # a column of numbers with a stray text value: name the value, not the level count
+            v, r = scan.first_text[col]
+            raise ValueError(
+                f"column {col!r} holds numbers but has the text {v!r} at row {r}, so it was read as "
+                f"categories, with more than max_levels={max_levels} distinct {what}; fix that value, "
+                f"read it as missing (na_values=[{v!r}]), or drop the column with drop_columns"
+            )
         raise ValueError(
             f"column {col!r} has more than max_levels={max_levels} distinct {what}; it looks like an "
             f"identifier or free text: drop it with drop_columns, or raise max_levels"

@@ -17,10 +17,19 @@ import dask.array as da
 import numpy as np
 
 from .._files import atomic_directory as _atomic_directory
+from .._files import check_destination
+from .._validation import check_not_sparse
 from .checks import _NAN_POLICIES, _TASKS, _check_choice, _check_chunk_rows, _check_numeric_dtype, _feature_names
 from .labels import _class_codes, _resolve_task
 from .layout import _RESERVED_ATTRS, IngestReport, _report
 from .writer import _ZarrWriter
+
+
+def check_chunk_rows_and_destination(chunk_rows: object, dest: str | os.PathLike, overwrite: bool) -> int:
+    """Checks of a data writer before any work (a pass over ``y``, loading a data set): ``chunk_rows`` and ``dest``."""
+    chunk_rows = _check_chunk_rows(chunk_rows)
+    check_destination(dest, kind="data", overwrite=overwrite)
+    return chunk_rows
 
 
 def write_zarr(
@@ -64,7 +73,8 @@ def write_zarr(
         writer computes (``columns``, ``n_rows``, ``classes``, ...) may not be
         given.
     overwrite : bool, default False
-        Replace an existing dxrf group (or empty directory) at ``dest``.
+        Replace an existing dxrf data group (or empty directory) at ``dest``;
+        anything else there is never replaced (as in :func:`ingest`).
     target : str, optional
         Name of the target; default ``"y"``.
     classes : sequence, optional
@@ -81,9 +91,11 @@ def write_zarr(
     -------
     IngestReport
     """
-    chunk_rows = _check_chunk_rows(chunk_rows)
+    chunk_rows = check_chunk_rows_and_destination(chunk_rows, dest, overwrite)
     _check_choice(task, "task", _TASKS)
     _check_choice(nan_policy, "nan_policy", _NAN_POLICIES)
+    check_not_sparse(X)
+    check_not_sparse(y, "y")
     lazy = isinstance(X, da.Array)
     if not lazy:
         X = np.asarray(X)
@@ -155,7 +167,7 @@ def write_zarr(
             for i in range(0, n, chunk_rows):
                 yield X[i : i + chunk_rows], None if y is None else y[i : i + chunk_rows]
 
-    with _atomic_directory(dest, overwrite) as tmp:
+    with _atomic_directory(dest, overwrite, kind="data") as tmp:
         writer = _ZarrWriter(
             tmp,
             cols,

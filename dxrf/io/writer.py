@@ -244,6 +244,7 @@ class _ZarrWriter:
         out: dict[str, Any] = {k: v for k, v in attrs.items() if k not in _RESERVED_ATTRS}
         out.update(
             dxrf_format=DXRF_FORMAT,
+            dxrf_kind="data",
             columns=self.columns,
             target=self.target if self.y is not None else None,
             task=self.task,

@@ -116,7 +116,10 @@ class RandomFeatureClassifier(_RidgeSolveMixin, ClassifierMixin, RandomFeatureMo
 
     def _check_params(self) -> np.ndarray | None:
         """Validate the parameters (also run on a loaded model); return the alpha grid or None."""
+        from .logistic.fit import check_solver_options
+
         check_choice(self.loss, "loss", LOSSES)
+        check_solver_options(self.max_iter, self.tol)  # whatever the loss: a bad value is bad before it matters
         grid = check_alphas(self.alpha, self.alphas)
         if self.loss == "logistic" and grid is not None:
             raise ValueError("alphas (a one-pass penalty path) is available for loss='squared'; for logistic use alpha")

@@ -19,7 +19,15 @@ import dask.array as da
 import numpy as np
 
 from .._memory import check_statistics
-from .._validation import ParameterTypeError, check_bool, check_choice, check_fraction, check_int, is_integer
+from .._validation import (
+    ParameterTypeError,
+    check_bool,
+    check_choice,
+    check_fraction,
+    check_int,
+    check_seed,
+    is_integer,
+)
 from ..features.maps import RandomFourierFeatures
 from ..search.evaluate import fold_pairs, validate_grid
 from ..search.grid import SearchGrid, Variant, check_grid
@@ -47,7 +55,11 @@ SCORINGS = ("r2", "accuracy")
 def check_cv(cv: object, n_rows: int) -> tuple[str, object]:
     """``("kfold", k)``, ``("fraction", f)`` or ``("mask", mask)`` from a ``cv`` parameter."""
     if is_integer(cv):
-        return "kfold", check_int(cv, "cv", low=2, what="an integer k >= 2, a fraction in (0, 1) or a boolean mask")
+        k = check_int(cv, "cv", low=2, what="an integer k >= 2, a fraction in (0, 1) or a boolean mask")
+        if k > n_rows >= 2:  # (fewer than 2 rows are refused by the data checks, in scikit-learn's words)
+            # more folds than rows cannot be formed (and a huge k overflows the hash of the folds)
+            raise ValueError(f"cv={k} folds for {n_rows} rows: cv must be an integer k in 2..{n_rows} (at most one fold per row)")
+        return "kfold", k
     if isinstance(cv, numbers.Real) and not isinstance(cv, bool):
         return "fraction", check_fraction(cv, "cv", what="an integer k >= 2, a fraction in (0, 1) or a boolean mask")
     if hasattr(cv, "shape") and hasattr(cv, "dtype"):
@@ -151,9 +163,13 @@ class _SearchCV:
     def _check_params(self) -> SearchGrid:
         """Validate the parameters (also run on a loaded model); return the grid."""
         if hasattr(self, "loss"):
+            from .logistic.fit import check_solver_options
+
             check_choice(self.loss, "loss", LOSSES)
             check_choice(self.scoring, "scoring", SCORINGS)
+            check_solver_options(self.max_iter, self.tol)  # before the search's pass, not at the refit after it
         check_bool(self.fit_intercept, "fit_intercept")
+        check_seed(self.cv_seed, "cv_seed")
         return check_grid(
             self.bandwidths, self.n_components, self.selections, self.lams, self.rhos, self.alphas, self.n_candidates
         )

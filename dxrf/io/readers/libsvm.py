@@ -98,7 +98,23 @@ def _parse_libsvm(
             f"line {line_no[rows[i]]}: feature index {idx[i]:g} is not an integer >= {base}"
             + ("" if zero_based else " (indices are 1-based; pass zero_based=True for 0-based files)")
         )
+    _check_repeated(rows, idx, line_no)
     return y, np.asarray(line_no, dtype=np.int64), rows, idx.astype(np.int64) - base, vals
+
+
+def _check_repeated(rows: np.ndarray, idx: np.ndarray, line_no: list[int]) -> None:
+    """Refuse a line that gives one feature index twice (a sparse matrix would keep one of the values silently)."""
+    if idx.size < 2:
+        return
+    same_row = rows[1:] == rows[:-1]
+    if bool(((idx[1:] > idx[:-1]) | ~same_row).all()):
+        return  # ascending indices in every line, as LibSVM files are written: no repeats
+    order = np.lexsort((idx, rows))
+    r, i = rows[order], idx[order]
+    dup = np.flatnonzero((r[1:] == r[:-1]) & (i[1:] == i[:-1]))
+    if dup.size:
+        k = dup[0]  # sorted by row first: the earliest line
+        raise ValueError(f"line {line_no[r[k]]}: feature index {int(i[k])} appears more than once")
 
 
 def _libsvm_blocks(path: Path, chunk_rows: int, n_rows: int | None, zero_based: bool) -> Iterator[tuple]:

@@ -7,6 +7,47 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..checks import _check_unique
+
+
+def _unsupported(t: object) -> bool:
+    """Arrow types that have no number or level per row: nested values and raw bytes."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(t):
+        return _unsupported(t.value_type)
+    return (
+        pa.types.is_nested(t)  # list, large list, fixed-size list, struct, map, union
+        or pa.types.is_binary(t)
+        or pa.types.is_large_binary(t)
+        or pa.types.is_fixed_size_binary(t)
+        or getattr(pa.types, "is_binary_view", lambda _: False)(t)
+        or getattr(pa.types, "is_list_view", lambda _: False)(t)
+        or getattr(pa.types, "is_large_list_view", lambda _: False)(t)
+        or isinstance(t, pa.ExtensionType)
+    )
+
+
+def _check_parquet_schema(path: Path, skip: Sequence[str] = ()) -> None:
+    """Refuse a Parquet file with duplicate column names or columns that are neither numbers nor text.
+
+    pandas would turn a list, struct, map or binary value into an object whose
+    printed form became a category level: one level per distinct printout.
+    """
+    import pyarrow.parquet as pq
+
+    try:
+        schema = pq.read_schema(path)
+    except Exception as exc:  # pyarrow raises ArrowInvalid (a ValueError), OSError, ...
+        raise ValueError(f"cannot read {str(path)!r} as Parquet: {exc}") from None
+    _check_unique([str(n) for n in schema.names], f"the Parquet schema of {str(path)!r}")
+    for field in schema:
+        if field.name not in skip and _unsupported(field.type):
+            raise ValueError(
+                f"column {field.name!r} of {str(path)!r} has the Parquet type {field.type}, which cannot be ingested: "
+                f"only numbers, booleans and text (categories) can; drop the column (drop_columns) or flatten it first"
+            )
+
 
 def _parquet_frames(
     path: Path, *, chunk_rows: int, n_rows: int | None, columns: Sequence[str] | None

@@ -10,7 +10,7 @@ import dask.array as da
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from ..._validation import check_dask_matrix, is_dask
+from ..._validation import check_dask_matrix, check_int, check_nonnegative, is_dask
 from ...features.kernel import FeatureKernel
 from ...options import get_options
 from ...stats import resolve_kernel
@@ -148,6 +148,11 @@ def _initial_points(coef_init: object, intercept_init: object, m: int, k: int, f
     return W
 
 
+def check_solver_options(max_iter: object, tol: object) -> tuple[int, float]:
+    """``max_iter`` (a positive integer) and ``tol`` (a finite number >= 0) of the logistic solvers."""
+    return check_int(max_iter, "max_iter"), check_nonnegative(tol, "tol", what="a finite number >= 0")
+
+
 def fit_logistic(
     X: np.ndarray | da.Array,
     T: np.ndarray | da.Array,
@@ -232,10 +237,7 @@ def fit_logistic(
     alpha = _check_alpha(alpha)
     if solver not in SOLVERS:
         raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
-    if isinstance(max_iter, bool) or not isinstance(max_iter, numbers.Integral) or max_iter < 1:
-        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
-    if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not tol >= 0 or not np.isfinite(tol):
-        raise ValueError(f"tol must be a finite number >= 0, got {tol!r}")
+    max_iter, tol = check_solver_options(max_iter, tol)
     kernel = resolve_kernel(kernel, X)
     m = kernel.n_components
     X, T, n, k = _prepare(X, T, kernel)

@@ -16,6 +16,7 @@ from scipy.special import expit
 
 from ..._blas import blas_limit
 from ..._buffers import thread_buffer
+from ..._validation import check_int
 from ...engine import check_block
 from ...features.kernel import FeatureKernel
 from ...options import get_options
@@ -399,7 +400,7 @@ def logistic_block(
     idx = np.arange(k)
     spec = _make_spec(kernel, idx, points, grad=idx, hess=idx if hessian else idx[:0])
     with blas_limit(blas_threads):
-        out = _finalize(_block_sums(X_block, T, kernel, spec, tile_rows or _tile_rows(kernel)), kernel)
+        out = _finalize(_block_sums(X_block, T, kernel, spec, check_int(tile_rows, "tile_rows", allow_none=True) or _tile_rows(kernel)), kernel)
     return LogisticSums(out.loss, out.grad, out.hess if hessian else None, out.n)
 
 
@@ -443,5 +444,5 @@ def logistic_hvp_block(
     idx = np.arange(k)
     spec = _make_spec(kernel, idx, points, grad=idx[:0], hess=idx[:0], hv=idx, vectors=V)
     with blas_limit(blas_threads):
-        out = _finalize(_block_sums(X_block, T, kernel, spec, tile_rows or _tile_rows(kernel)), kernel)
+        out = _finalize(_block_sums(X_block, T, kernel, spec, check_int(tile_rows, "tile_rows", allow_none=True) or _tile_rows(kernel)), kernel)
     return out.hv
