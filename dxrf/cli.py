@@ -336,6 +336,7 @@ def _one_line_warnings() -> Iterator[None]:
         warnings.formatwarning = previous
 
 
+@contextlib.contextmanager
 def _quiet_distributed() -> Iterator[None]:
     """Keep distributed's own log records (tracebacks of a lost scheduler, worker chatter) off stderr.
 
