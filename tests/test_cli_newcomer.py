@@ -314,7 +314,7 @@ def test_info_describes_a_prediction_group(fitted):
 
 @pytest.mark.parametrize("out,message", [
     ("p.txt", "cannot tell the format of 'p.txt' from its suffix"),
-    ("exists.csv", "exists.csv exists; pass --overwrite to replace it"),
+    ("exists.csv", "exists.csv' (a file) exists; pass --overwrite to replace it"),
     ("nodir/p.csv", "parent directory of the destination does not exist"),
 ])
 def test_predict_output_errors(fitted, tmp_path, out, message):
