@@ -106,7 +106,8 @@ def resolve(target: str | os.PathLike, storage_options: Mapping[str, Any] | None
     target : path or URL
     storage_options : dict, optional
         Passed to the fsspec file system (e.g. ``{"endpoint_url": ..., "key": ...}``
-        for s3); merged over fsspec's configuration.
+        for s3); merged over fsspec's configuration. Not used for local paths
+        (so one set of options serves calls mixing local paths and URLs).
     what : str
         The parameter's name, for messages.
     """
@@ -115,8 +116,6 @@ def resolve(target: str | os.PathLike, storage_options: Mapping[str, Any] | None
         raise TypeError(f"{what} must be a path or URL, got {type(target).__name__}")
     text = os.fspath(target)
     if not is_url(text):
-        if options:
-            raise ValueError(f"storage_options apply to URLs (s3://, gs://, memory://, ...), not to the local path {text!r}")
         p = Path(text).expanduser().absolute()
         return Location(str(p), str(p))
     if text.startswith("file://"):
@@ -160,7 +159,10 @@ def object_errors(loc: Location) -> Iterator[None]:
         if not _quiet(_bucket_exists, loc, True):
             raise ValueError(f"{loc.url!r}: the bucket {loc.path.split('/', 1)[0]!r} does not exist") from None
         raise ValueError(f"{loc.url!r}: not found in the object store ({_first_line(exc)})") from None
-    except OSError as exc:  # connection refused, endpoint unreachable, ...
+    except Exception as exc:
+        # connection refused, an unreachable endpoint: OSError, or the client library's own types
+        if not isinstance(exc, OSError) and type(exc).__module__.split(".")[0] not in ("botocore", "aiobotocore", "aiohttp", "google"):
+            raise
         raise ValueError(f"{loc.url!r}: the object store failed: {type(exc).__name__}: {_first_line(exc)}") from None
 
 
@@ -220,6 +222,7 @@ def _existing(loc: Location) -> tuple[str, str | None, bool]:
 
 def check_object_destination(loc: Location, *, kind: str, overwrite: bool) -> bool:
     """Check that ``kind`` may be written at ``loc``; return whether something is there to replace."""
+    loc.fs.invalidate_cache()  # listings cached by this process may predate another writer's
     if not _bucket_exists(loc):
         raise ValueError(f"{loc.url!r}: the bucket {loc.path.split('/', 1)[0]!r} does not exist")
     what, found, leftover = _existing(loc)
@@ -379,6 +382,7 @@ def group_store(
             raise ValueError(f"{loc.url!r} is not a zarr v3 group (no zarr.json)")
         return loc.path, loc.url, loc
     with object_errors(loc):
+        loc.fs.invalidate_cache()
         if not loc.fs.exists(loc.key("zarr.json")):
             if not _bucket_exists(loc):
                 raise ValueError(f"{loc.url!r}: the bucket {loc.path.split('/', 1)[0]!r} does not exist")
