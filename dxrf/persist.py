@@ -336,6 +336,9 @@ def load(
     try:
         store, name, loc = group_store(path, storage_options)
     except ValueError as exc:
+        local = not isinstance(path, str) or "://" not in path or path.startswith("file://")
+        if local and isinstance(path, (str, os.PathLike)):
+            raise ModelFormatError(f"{str(path)!r} is not a dxrf model (no zarr group there)") from None
         raise ModelFormatError(f"{exc}; it is not a dxrf model") from None
     if loc is not None and loc.local:  # object stores hold no links
         _refuse_links(Path(loc.path))
