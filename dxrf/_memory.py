@@ -47,26 +47,24 @@ def format_bytes(n: float) -> str:
     return f"{n / 2**20:,.1f} MiB"
 
 
-def _meminfo(key: str) -> int | None:
+def _proc_kib(path: str, key: str) -> int | None:
+    """Bytes of a ``KEY:  N kB`` line of a /proc file, None where there is none."""
     try:
-        with open("/proc/meminfo") as f:
+        with open(path) as f:
             for line in f:
                 if line.startswith(key + ":"):
                     return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         pass
     return None
+
+
+def _meminfo(key: str) -> int | None:
+    return _proc_kib("/proc/meminfo", key)
 
 
 def _status(key: str) -> int | None:
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith(key + ":"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
+    return _proc_kib("/proc/self/status", key)
 
 
 def _cgroup_room() -> int | None:

@@ -36,7 +36,7 @@ import dxrf.io
 from dxrf import _files
 from dxrf._files import DestinationExistsError, DestinationNotWritableError, DestinationRefusedError
 from dxrf.cli import main
-from dxrf.cli_models import _write_predictions
+from dxrf.io.predictions import write_predictions
 
 rng = np.random.default_rng(0)
 X = rng.normal(size=(60, 3))
@@ -76,7 +76,7 @@ def _model(dest: Path) -> None:
 
 
 def _predictions(dest: Path) -> None:
-    _write_predictions(da.from_array(y[:, None], chunks=(20, 1)), str(dest), {"model": "m"}, False)
+    write_predictions(da.from_array(y[:, None], chunks=(20, 1)), str(dest), attrs={"model": "m"}, overwrite=False)
 
 
 def _file(dest: Path) -> None:
@@ -128,7 +128,7 @@ WRITERS: dict[str, tuple[str, Callable[[Path, bool], None]]] = {
     "ingest": ("data", lambda d, ow: dxrf.io.ingest(_csv(d.parent), d, target="y", overwrite=ow)),
     "save": ("model", lambda d, ow: MODEL.save(d, overwrite=ow)),
     "dxrf.save": ("model", lambda d, ow: dxrf.save(MODEL, d, overwrite=ow)),
-    "predictions": ("predictions", lambda d, ow: _write_predictions(da.zeros((10, 1), chunks=5), str(d), {}, ow)),
+    "predictions": ("predictions", lambda d, ow: write_predictions(da.zeros((10, 1), chunks=5), str(d), overwrite=ow)),
 }
 WRITES = {"data": "a data group", "model": "a model", "predictions": "predictions"}
 
@@ -239,7 +239,7 @@ UNWRITABLE_WRITERS = [
     ("write_zarr", lambda d: dxrf.io.write_zarr(X, d)),
     ("ingest", lambda d: dxrf.io.ingest(_csv(d.parent.parent), d, target="y")),
     ("save", lambda d: MODEL.save(d)),
-    ("predictions", lambda d: _write_predictions(da.zeros((10, 1), chunks=5), str(d), {}, False)),
+    ("predictions", lambda d: write_predictions(da.zeros((10, 1), chunks=5), str(d), overwrite=False)),
 ]
 
 
@@ -637,6 +637,6 @@ def test_nothing_is_written_inside_a_dxrf_group(writer, container, tmp_path):
     group = tmp_path / "g.zarr"
     EXISTING[container][0](group)
     before = tree_digest(group)
-    with pytest.raises(DestinationRefusedError, match=rf"refusing to write '.*g\.zarr/new': it is inside {DESCRIPTION[container]}"):
-        WRITERS[writer][1](group / "new", True)
+    with pytest.raises(DestinationRefusedError, match=rf"refusing to write '.*g\.zarr/new\.zarr': it is inside {DESCRIPTION[container]}"):
+        WRITERS[writer][1](group / "new.zarr", True)
     assert tree_digest(group) == before
