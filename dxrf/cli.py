@@ -119,6 +119,30 @@ def _with_client(fn):
     return run
 
 
+def _storage_option(text: str) -> tuple[str, object]:
+    """``KEY=VALUE`` of ``--storage-option``: the value parsed as JSON where it parses, else a string."""
+    import json
+
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        parsed = value
+    return key.strip(), parsed
+
+
+def storage_options(args: argparse.Namespace) -> dict | None:
+    """The ``--storage-option`` values of a command as a dict (None when none was given).
+
+    Nested keys are not split: ``client_kwargs={"region_name": "eu-west-1"}``
+    passes a dict as JSON.
+    """
+    pairs = getattr(args, "storage_option", None) or []
+    return dict(pairs) or None
+
+
 def _names(text: str) -> list[str]:
     names = [s.strip() for s in text.split(",") if s.strip()]
     if not names:
@@ -158,6 +182,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
         # a row counter for people watching a terminal; none in logs and pipes,
         # where stderr then holds nothing but a possible one-line error
         progress=sys.stderr.isatty() and not getattr(args, "quiet", False),
+        storage_options=storage_options(args),
         **kwargs,
     )
     print(report)
@@ -171,20 +196,27 @@ def _cmd_split(args: argparse.Namespace) -> int:
 
     try:
         train, test = split_zarr(args.src, args.train, args.test, fraction=args.fraction, seed=args.seed,
-                                 overwrite=args.overwrite, progress=get_options().progress)
+                                 overwrite=args.overwrite, progress=get_options().progress,
+                                 storage_options=storage_options(args))
     except DestinationExistsError:
         # the training group is checked first
-        dest = args.train if Path(args.train).expanduser().exists() else args.test
+        from ._storage import check_any_destination
+
+        try:
+            check_any_destination(args.train, kind="data", overwrite=False, storage_options=storage_options(args))
+            dest = args.test
+        except DestinationExistsError:
+            dest = args.train
         raise CommandError(f"{dest} exists; pass --overwrite to replace it") from None
     print(f"train: {train.n_rows} rows -> {args.train}")
     print(f"test:  {test.n_rows} rows -> {args.test} (fraction {args.fraction}, seed {args.seed})")
     return 0
 
 
-def _info_predictions(path: str) -> int:
+def _info_predictions(path: str, options: dict | None) -> int:
     from .io.predictions import open_predictions
 
-    pred, attrs = open_predictions(path)
+    pred, attrs = open_predictions(path, storage_options=options)
     outputs = 1 if pred.ndim == 1 else pred.shape[1]
     print(f"path:     {path}")
     print("content:  predictions (array y_pred)")
@@ -201,9 +233,10 @@ def _cmd_info(args: argparse.Namespace) -> int:
     from . import io
     from .io.predictions import is_prediction_group
 
-    if is_prediction_group(args.path):
-        return _info_predictions(args.path)
-    ds = io.open_zarr(args.path)
+    options = storage_options(args)
+    if is_prediction_group(args.path, options):
+        return _info_predictions(args.path, options)
+    ds = io.open_zarr(args.path, storage_options=options)
     X = ds.X
     print(f"path:     {args.path}")
     print(f"rows:     {X.shape[0]}")
@@ -265,6 +298,16 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         default=argparse.SUPPRESS,
         help="no progress bars or row counters on stderr (they are drawn only when stderr is a terminal)",
+    )
+    common.add_argument(
+        "--storage-option",
+        metavar="KEY=VALUE",
+        type=_storage_option,
+        action="append",
+        default=argparse.SUPPRESS,
+        help="an fsspec storage option for s3://, gs://, ... paths (e.g. endpoint_url=http://127.0.0.1:9000); "
+        "repeatable; VALUE is parsed as JSON where it parses, else taken as a string; fsspec's own "
+        "configuration (FSSPEC_S3_* variables, ~/.config/fsspec) applies too",
     )
     parser = _Parser(
         prog="dxrf", description="Kernel learning with data-dependent random features on Dask.", parents=[common]

@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import time
 import warnings
-from pathlib import Path
 
 import dask
 import dask.array as da
 import numpy as np
+
+from ._storage import resolve
+from .cli import storage_options
 
 __all__ = ["add_model_commands", "build_features", "build_model"]
 
@@ -206,11 +208,11 @@ def build_model(args: argparse.Namespace, classification: bool) -> object:
     return cls(features, validation=args.validation or 0.2, random_state=args.seed)
 
 
-def _open(path: str, metadata: dict | None = None):
+def _open(path: str, metadata: dict | None = None, options: dict | None = None):
     import dxrf.io
     from dxrf.io.dataset import check_column_stats
 
-    data = dxrf.io.open_zarr(path)
+    data = dxrf.io.open_zarr(path, storage_options=options)
     X = data.X
     if metadata and metadata.get("x_mean") is not None:
         mean = np.asarray(metadata["x_mean"], dtype=np.float32)
@@ -247,18 +249,15 @@ def _check_two_classes(data, path: str) -> None:
 
 def _check_out(args: argparse.Namespace, kind: str = "model") -> None:
     """Refuse ``--out`` before any pass: a destination that would be refused at the end is refused now."""
-    from ._files import check_destination
+    from ._storage import check_any_destination
 
-    check_destination(args.out, kind=kind, overwrite=args.overwrite)
+    check_any_destination(args.out, kind=kind, overwrite=args.overwrite, storage_options=storage_options(args))
 
 
 def _check_predictions_out(args: argparse.Namespace) -> None:
-    from .io.predictions import check_file_destination, prediction_format
+    from .io.predictions import prediction_format
 
-    if prediction_format(args.out) == "zarr":
-        _check_out(args, "predictions")
-    else:
-        check_file_destination(args.out, args.overwrite)
+    _check_out(args, "predictions" if prediction_format(args.out) == "zarr" else "file")
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
@@ -266,7 +265,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     import dxrf.io
 
     _check_out(args)  # again, in case cmd_fit is called without the command line's precheck
-    data = dxrf.io.open_zarr(args.data)
+    data = dxrf.io.open_zarr(args.data, storage_options=storage_options(args))
     if data.y is None:
         raise ValueError(f"{args.data} has no target array y; ingest it with --target")
     classification = data.classes is not None
@@ -294,7 +293,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     for w in caught:
         if not issubclass(w.category, UserWarning):
             warnings.showwarning(w.message, w.category, w.filename, w.lineno)
-    model.save(args.out, metadata=metadata, overwrite=args.overwrite)
+    model.save(args.out, metadata=metadata, overwrite=args.overwrite, storage_options=storage_options(args))
     if hasattr(model, "cv_results_"):
         _print_search(model, X, elapsed, args.out, classification)
     else:
@@ -365,11 +364,11 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from .options import get_options
 
     prediction_format(args.out)  # a bad suffix fails before any work
-    model, metadata = dxrf.load(args.model, with_metadata=True)
-    data, X = _open(args.data, metadata)
+    model, metadata = dxrf.load(args.model, with_metadata=True, storage_options=storage_options(args))
+    data, X = _open(args.data, metadata, storage_options(args))
     _check_columns(data, metadata, args.data)
     pred = model.predict(X)
-    attrs = {"model": str(Path(args.model).absolute()), "source": str(Path(args.data).absolute())}
+    attrs = {"model": resolve(args.model).url, "source": resolve(args.data).url}
     classes = metadata.get("classes")
     if classes is not None:
         pred = pred.astype(np.int32)
@@ -377,7 +376,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         pred = unscale(pred, _old_y_scale(model, metadata))
     try:
         n = write_predictions(pred, args.out, classes=classes, attrs=attrs, overwrite=args.overwrite,
-                              progress=get_options().progress)
+                              progress=get_options().progress, storage_options=storage_options(args))
     except Exception as exc:
         raise _cli_overwrite(exc, args.out) from None
     print(f"wrote {n} predictions to {args.out}")
@@ -390,8 +389,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from .options import get_options
     from .progress import compute
 
-    model, metadata = dxrf.load(args.model, with_metadata=True)
-    data, X = _open(args.data, metadata)
+    model, metadata = dxrf.load(args.model, with_metadata=True, storage_options=storage_options(args))
+    data, X = _open(args.data, metadata, storage_options(args))
     _check_columns(data, metadata, args.data)
     if data.y is None:
         raise ValueError(f"{args.data} has no target array y to evaluate against")

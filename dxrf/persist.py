@@ -13,13 +13,15 @@ from __future__ import annotations
 import math
 import numbers
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import zarr
 
-from ._files import KIND_ATTR, atomic_directory
+from ._files import KIND_ATTR
+from ._storage import atomic_group, group_store, resolve, zarr_target
 from .io.integrity import IntegrityError, array_options, verify
 from .persist_schema import check_fitted_names, check_fitted_values
 from .features.kernel import FeatureKernel
@@ -135,7 +137,14 @@ def _write_estimator(w: _Writer, est: Any) -> None:
     w.group.attrs.update({"class": name, "params": params, "fitted": fitted})
 
 
-def save(estimator: Any, path: str | os.PathLike, *, overwrite: bool = False, metadata: dict | None = None) -> Path:
+def save(
+    estimator: Any,
+    path: str | os.PathLike,
+    *,
+    overwrite: bool = False,
+    metadata: dict | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+) -> Path | str:
     """Save a (fitted or unfitted) dxrf estimator as a zarr group.
 
     Parameters
@@ -153,20 +162,26 @@ def save(estimator: Any, path: str | os.PathLike, *, overwrite: bool = False, me
         Extra values stored with the model (numbers, strings, arrays, lists,
         dicts), e.g. the standardisation the model expects; read back with
         ``load(path, with_metadata=True)``.
+    storage_options : dict, optional
+        Options of the fsspec file system of a URL ``path``
+        (``s3://bucket/model.zarr``): there the model is written under a
+        temporary prefix and copied into place with its root metadata last.
 
     Returns
     -------
-    Path
+    Path or str
+        ``path`` (a str for a URL).
     """
     from . import __version__
 
-    with atomic_directory(path, overwrite, kind="model") as tmp:
-        root = zarr.open_group(str(tmp), mode="w", zarr_format=3)
+    loc = resolve(path, storage_options, what="path")
+    with atomic_group(path, overwrite, kind="model", storage_options=storage_options) as tmp:
+        root = zarr.open_group(zarr_target(tmp), mode="w", zarr_format=3)
         writer = _Writer(root)
         _write_estimator(writer, estimator)
         extra = {} if metadata is None else {"metadata": writer.value(dict(metadata), "metadata")}
         root.attrs.update({MARKER: FORMAT_VERSION, KIND_ATTR: "model", "dxrf_version": __version__, **extra})
-    return Path(path)
+    return Path(path) if loc.local else loc.url
 
 
 # -- decoding -----------------------------------------------------------------------
@@ -303,10 +318,14 @@ def _refuse_links(root: Path) -> None:
                 )
 
 
-def load(path: str | os.PathLike, *, with_metadata: bool = False) -> Any:
+def load(
+    path: str | os.PathLike | Any, *, with_metadata: bool = False, storage_options: Mapping[str, Any] | None = None
+) -> Any:
     """Load an estimator saved by :func:`save` (or ``est.save``).
 
-    With ``with_metadata=True`` returns ``(estimator, metadata)``.
+    With ``with_metadata=True`` returns ``(estimator, metadata)``. ``path``
+    may be a local path, a URL (``s3://...``, with ``storage_options``) or a
+    zarr store object.
 
     Raises
     ------
@@ -314,12 +333,18 @@ def load(path: str | os.PathLike, *, with_metadata: bool = False) -> Any:
         When the path is not a dxrf model, was written by another format
         version, or its arrays do not have the shapes the model records.
     """
-    p = Path(path)
-    if not (p / "zarr.json").is_file():
-        raise ModelFormatError(f"{str(path)!r} is not a dxrf model (no zarr group there)")
-    _refuse_links(p)
     try:
-        root = zarr.open_group(str(p), mode="r")
+        store, name, loc = group_store(path, storage_options)
+    except ValueError as exc:
+        local = not isinstance(path, str) or "://" not in path or path.startswith("file://")
+        if local and isinstance(path, (str, os.PathLike)):
+            raise ModelFormatError(f"{str(path)!r} is not a dxrf model (no zarr group there)") from None
+        raise ModelFormatError(f"{exc}; it is not a dxrf model") from None
+    if loc is not None and loc.local:  # object stores hold no links
+        _refuse_links(Path(loc.path))
+    path = name
+    try:
+        root = zarr.open_group(store, mode="r")
     except Exception as exc:  # zarr raises several types for corrupt metadata
         raise ModelFormatError(f"{str(path)!r} is not a readable zarr group: {exc}") from None
     version = root.attrs.get(MARKER)
@@ -343,6 +368,13 @@ def load(path: str | os.PathLike, *, with_metadata: bool = False) -> Any:
 class SaveMixin:
     """Adds ``save(path)``: see :func:`dxrf.persist.save`."""
 
-    def save(self, path: str | os.PathLike, *, overwrite: bool = False, metadata: dict | None = None) -> Path:
+    def save(
+        self,
+        path: str | os.PathLike,
+        *,
+        overwrite: bool = False,
+        metadata: dict | None = None,
+        storage_options: Mapping[str, Any] | None = None,
+    ) -> Path | str:
         """Save this estimator as a zarr group (arrays + JSON, no pickle); see :func:`dxrf.save`."""
-        return save(self, path, overwrite=overwrite, metadata=metadata)
+        return save(self, path, overwrite=overwrite, metadata=metadata, storage_options=storage_options)

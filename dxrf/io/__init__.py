@@ -40,7 +40,9 @@ Conventions
   error the temporary directory is removed, so nothing half-written is ever
   left at ``dest`` (one left by a killed writer is removed by the next write
   to ``dest``). Only a data group is replaced, and only with ``overwrite``.
-  Destinations are local directories.
+  Destinations may also be object-store URLs (``s3://...`` with
+  ``storage_options``), published by copying with the root metadata last
+  (see :mod:`dxrf._storage`).
 
 Modules
 -------

@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 import dask.array as da
 import numpy as np
 import zarr
+import zarr.abc.store
 from dask.base import tokenize
 
 from .._memory import check_task
+from .._storage import group_store
 from .integrity import IntegrityError, checked_reader, describe, verify
 from .._target_scale import register
 from .layout import DXRF_FORMAT
@@ -198,15 +200,22 @@ def _check_codes(block: np.ndarray, n_classes: int, path: str, block_id: tuple[i
 
 
 def open_zarr(
-    path: str | os.PathLike, *, standardize: bool = False, scale_y: bool = False
+    path: str | os.PathLike | Any,
+    *,
+    standardize: bool = False,
+    scale_y: bool = False,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> ZarrDataset:
     """Open a dxrf zarr group as lazy dask arrays.
 
     Parameters
     ----------
-    path : path or URL
-        The group written by :func:`ingest` or :func:`write_zarr`. A string
-        with ``://`` is passed to zarr as a store URL.
+    path : path, URL or zarr store
+        The group written by :func:`ingest` or :func:`write_zarr`: a local
+        path, a URL (``s3://bucket/data.zarr``, ``gs://...``, ``memory://...``)
+        opened with fsspec, or a zarr store object. Workers read the chunks
+        straight from the store (the zarr array travels to them with its
+        storage options).
     standardize : bool, default False
         Return ``X`` standardised lazily, ``(X - x_mean) / x_std`` in float32
         via ``map_blocks`` (no pass over the data).
@@ -215,6 +224,10 @@ def open_zarr(
         ``y_min``/``y_max``: ``2 (y - y_min) / (y_max - y_min) - 1``. A dxrf
         regressor fitted on this ``y`` keeps the map and predicts (and scores)
         in the data's units.
+    storage_options : dict, optional
+        Options of the fsspec file system of a URL ``path`` (e.g.
+        ``{"endpoint_url": ..., "key": ..., "secret": ...}`` for s3); merged
+        over fsspec's configuration.
 
     Returns
     -------
@@ -226,18 +239,16 @@ def open_zarr(
         The path does not exist, is not a dxrf group, or lacks ``X`` or its
         statistics; or ``scale_y`` without a numeric target.
     """
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"path must be a path, got {type(path).__name__}")
-    spath = os.fspath(path)
-    if "://" not in spath:
-        p = Path(spath).expanduser().absolute()
-        if not p.exists():
-            raise ValueError(f"{str(p)!r} does not exist")
-        if not (p / "zarr.json").is_file():
-            raise ValueError(f"{str(p)!r} is not a zarr v3 group (no zarr.json); write it with dxrf.io.ingest")
-        spath = str(p)
+    if not isinstance(path, (str, os.PathLike, zarr.abc.store.Store)):
+        raise TypeError(f"path must be a path, URL or zarr store, got {type(path).__name__}")
     try:
-        group = zarr.open_group(spath, mode="r")
+        store, spath, _ = group_store(path, storage_options)
+    except ValueError as exc:
+        if "no zarr.json" in str(exc):
+            raise ValueError(f"{exc}; write it with dxrf.io.ingest") from None
+        raise
+    try:
+        group = zarr.open_group(store, mode="r")
     except Exception as exc:  # zarr raises several types for "not a group"
         raise ValueError(f"{spath!r} is not a zarr group: {exc}") from exc
     attrs = dict(group.attrs)

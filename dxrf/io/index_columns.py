@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import zarr
+
+from .._storage import resolve
 
 __all__ = ["index_like_names", "warn_index_columns"]
 
@@ -44,7 +47,9 @@ def _monotone_integers(arr: zarr.Array, j: int, chunk_rows: int) -> bool:
     return arr.shape[0] > 1
 
 
-def warn_index_columns(path: str, columns: Sequence[str], chunk_rows: int) -> list[str]:
+def warn_index_columns(
+    path: str, columns: Sequence[str], chunk_rows: int, *, storage_options: Mapping[str, Any] | None = None
+) -> list[str]:
     """Warn (``UserWarning``, one line each) about index-like feature columns of the group at ``path``.
 
     Only when a column is named like an index is anything read: that column,
@@ -54,7 +59,7 @@ def warn_index_columns(path: str, columns: Sequence[str], chunk_rows: int) -> li
     names = index_like_names(columns)
     if not names:
         return []
-    X = zarr.open_group(path, mode="r")["X"]
+    X = zarr.open_group(resolve(path, storage_options).store(read_only=True), mode="r")["X"]
     found = []
     for name in names:
         if _monotone_integers(X, list(columns).index(name), chunk_rows):

@@ -17,7 +17,11 @@ from .dataset import open_zarr
 
 
 def training_encoding(
-    like: str | os.PathLike, target: str | int | None, levels: Mapping[str, Sequence[Any]] | None
+    like: str | os.PathLike,
+    target: str | int | None,
+    levels: Mapping[str, Sequence[Any]] | None,
+    *,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The levels, classes, missing-level flag and encoded columns of the group ``like``.
 
@@ -26,7 +30,7 @@ def training_encoding(
     """
     if levels:
         raise ValueError("give levels or like, not both (like takes the training group's levels)")
-    train = open_zarr(like)
+    train = open_zarr(like, storage_options=storage_options)
     attrs = train.attrs
     out_levels = {str(c): list(v) for c, v in (attrs.get("levels") or {}).items()}
     if isinstance(target, str) and train.classes is not None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from .._files import atomic_directory as _atomic_directory
+from .._storage import atomic_group, is_url, local_copy, resolve
 from .._validation import check_int
 from .arrays import _ingest_arrays
 from .checks import (
@@ -84,6 +84,8 @@ def ingest(
     y_key: str | None = None,
     zero_based: bool = False,
     n_features: int | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+    _source: str | None = None,
 ) -> IngestReport:
     """Stream a CSV, Parquet, NumPy or LibSVM file into a dxrf zarr group.
 
@@ -93,12 +95,15 @@ def ingest(
 
     Parameters
     ----------
-    src : path
+    src : path or URL
         The file: ``.csv``/``.tsv`` (optionally ``.gz``, ``.bz2``, ``.xz``),
         ``.parquet``/``.pq``, ``.npy``, ``.npz`` or LibSVM text
-        (``.svm``/``.libsvm``/``.svmlight``, optionally compressed).
-    dest : path
-        Directory of the zarr group to create (local file system).
+        (``.svm``/``.libsvm``/``.svmlight``, optionally compressed). A URL
+        (``s3://...``) is first downloaded to a local temporary file (the
+        readers need a seekable local file), removed at the end.
+    dest : path or URL
+        Directory of the zarr group to create, or an object-store URL
+        (``s3://bucket/data.zarr``), published as described in :mod:`dxrf._storage`.
     target : str or int, optional
         Target column: a name, or a position among the source columns (after
         ``transform``). For ``.npy`` the index (or a name from ``names``) of the
@@ -179,6 +184,9 @@ def ingest(
         LibSVM feature indices start at 0 instead of 1.
     n_features : int, optional
         LibSVM number of features; default: the largest index seen.
+    storage_options : dict, optional
+        Options of the fsspec file systems of URLs among ``src``, ``dest``
+        and ``like`` (e.g. ``{"endpoint_url": ..., "key": ..., "secret": ...}``).
 
     Returns
     -------
@@ -202,12 +210,17 @@ def ingest(
     resident); ``.npz`` members are decompressed block by block (a
     Fortran-ordered ``.npz`` member is loaded whole).
     """
+    params = dict(locals())  # the arguments, for the second call below
     if not isinstance(src, (str, os.PathLike)):
         raise TypeError(f"src must be a path, got {type(src).__name__}")
+    if is_url(os.fspath(src)) and not os.fspath(src).startswith("file://"):
+        with local_copy(src, storage_options) as (local, url):
+            return ingest(**{**params, "src": local, "_source": url})
+    src = resolve(src, what="src").path  # a file:// URL is a local path
     path = Path(src).expanduser().absolute()
     if not path.is_file():
         what = "does not exist" if not path.exists() else "is not a file"
-        raise ValueError(f"source {str(path)!r} {what}")
+        raise ValueError(f"source {_source or str(path)!r} {what}")
     fmt = _infer_format(path) if format is None else _check_choice(format, "format", _FORMATS)
     chunk_rows = _check_chunk_rows(chunk_rows)
     _check_choice(nan_policy, "nan_policy", _NAN_POLICIES)
@@ -238,12 +251,13 @@ def ingest(
 
     like_info = None
     if like is not None:
-        like_info = training_encoding(like, target, levels)
+        like_info = training_encoding(like, target, levels, storage_options=storage_options)
         levels, missing_level = like_info["levels"], like_info["missing_level"] or missing_level
-    attrs: dict[str, Any] = {"source": str(path), "format": fmt}
+    attrs: dict[str, Any] = {"source": _source or str(path), "format": fmt}
     if like_info is not None:
         attrs["encoded_like"] = like_info["path"]
-    with _atomic_directory(dest, overwrite, kind="data") as tmp, source_errors(path, fmt):
+    final = resolve(dest, storage_options, what="dest").url
+    with atomic_group(dest, overwrite, kind="data", storage_options=storage_options) as tmp, source_errors(path, fmt):
         if fmt in ("csv", "parquet"):
             opts = _TableOptions(
                 target=target,
@@ -298,6 +312,5 @@ def ingest(
             )
             if like_info is not None:
                 check_columns_like(out["columns"], like_info["columns"], like_info["path"])
-    final = Path(dest).expanduser().absolute()
-    warn_index_columns(str(final), out["columns"], chunk_rows)
+    warn_index_columns(final, out["columns"], chunk_rows, storage_options=storage_options)
     return _report(final, out)

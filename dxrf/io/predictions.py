@@ -13,6 +13,7 @@ name and renamed into place when complete.
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import secrets
 from collections.abc import Iterator, Mapping, Sequence
@@ -29,8 +30,8 @@ from .._files import (
     DestinationExistsError,
     DestinationNotWritableError,
     DestinationRefusedError,
-    atomic_directory,
 )
+from .._storage import atomic_group, atomic_object, group_store, object_errors, resolve, zarr_target
 from ..progress import blocks_in_order, compute
 from .integrity import IntegrityError, array_options, checked_reader, describe, verify
 from .layout import DXRF_FORMAT, default_compressor
@@ -118,6 +119,7 @@ def write_predictions(
     attrs: Mapping[str, Any] | None = None,
     overwrite: bool = False,
     progress: bool | None = False,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> int:
     """Write predictions to ``dest``, a ``.zarr`` group, ``.csv`` or ``.parquet`` file, chunk by chunk.
 
@@ -137,6 +139,11 @@ def write_predictions(
     progress : bool or None, default False
         A progress bar on stderr while a zarr group is written (see
         :mod:`dxrf.progress`).
+    storage_options : dict, optional
+        Options of the fsspec file system of a URL ``dest``
+        (``s3://bucket/pred.zarr``, ``s3://bucket/pred.csv``). A group is
+        published like a data group; a file is written as a temporary
+        object and copied onto ``dest``.
 
     Returns
     -------
@@ -149,8 +156,8 @@ def write_predictions(
         raise ValueError(f"pred must be 1- or 2-dimensional, got shape {pred.shape}")
     fmt = prediction_format(dest)
     if fmt == "zarr":
-        with atomic_directory(dest, overwrite, kind="predictions") as tmp:
-            root = zarr.open_group(str(tmp), mode="w", zarr_format=3)
+        with atomic_group(dest, overwrite, kind="predictions", storage_options=storage_options) as tmp:
+            root = zarr.open_group(zarr_target(tmp), mode="w", zarr_format=3)
             shape = pred.shape
             chunks = (pred.chunks[0][0],) + shape[1:]
             fill = np.nan if pred.dtype.kind == "f" else -1
@@ -165,60 +172,86 @@ def write_predictions(
                 meta["classes"] = list(classes)
             root.attrs.update({**dict(attrs or {}), **meta})
         return int(shape[0])
-    with _atomic_file(dest, overwrite) as tmp:
-        if fmt == "csv":
-            with open(tmp, "w", newline="") as fh:
-                for i, frame in enumerate(_frames(pred, classes)):
-                    frame.to_csv(fh, header=i == 0, index=False)
+    loc = resolve(dest, storage_options, what="dest")
+    with contextlib.ExitStack() as stack:
+        if loc.local:
+            out = stack.enter_context(_atomic_file(loc.path, overwrite))
         else:
-            import pyarrow as pa
-            import pyarrow.parquet as pq
-
-            writer = None
-            try:
-                for frame in _frames(pred, classes):
-                    table = pa.Table.from_pandas(frame, preserve_index=False)
-                    if writer is None:
-                        writer = pq.ParquetWriter(str(tmp), table.schema)
-                    writer.write_table(table)  # one row group per block
-            finally:
-                if writer is not None:
-                    writer.close()
+            # a temporary object, closed (uploaded) before atomic_object copies it onto dest
+            tmp = stack.enter_context(atomic_object(loc, overwrite))
+            out = stack.enter_context(tmp.fs.open(tmp.path, "wb"))
+        _write_file(pred, classes, fmt, out)
     return int(pred.shape[0])
 
 
-def open_predictions(path: str | os.PathLike) -> tuple[da.Array, dict]:
+def _write_file(pred: da.Array, classes: Sequence[Any] | None, fmt: str, out: Any) -> None:
+    """Write CSV or Parquet block by block to ``out``: a local path or an open binary file."""
+    if fmt == "csv":
+        with contextlib.ExitStack() as stack:
+            if isinstance(out, Path):
+                fh = stack.enter_context(open(out, "w", newline=""))
+            else:
+                fh = io.TextIOWrapper(out, newline="", write_through=True)
+                stack.callback(fh.detach)  # the caller closes the object (which uploads it)
+            for i, frame in enumerate(_frames(pred, classes)):
+                frame.to_csv(fh, header=i == 0, index=False)
+        return
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    writer = None
+    try:
+        for frame in _frames(pred, classes):
+            table = pa.Table.from_pandas(frame, preserve_index=False)
+            if writer is None:
+                writer = pq.ParquetWriter(str(out) if isinstance(out, Path) else out, table.schema)
+            writer.write_table(table)  # one row group per block
+    finally:
+        if writer is not None:
+            writer.close()
+
+
+def open_predictions(
+    path: str | os.PathLike, *, storage_options: Mapping[str, Any] | None = None
+) -> tuple[da.Array, dict]:
     """The ``y_pred`` array (lazy) and attributes of a prediction group written by :func:`write_predictions`.
+
+    ``path`` may be a URL (``s3://...``, with ``storage_options``).
 
     Raises
     ------
     ValueError
         When ``path`` is not a zarr group holding ``y_pred``.
     """
-    p = Path(path).expanduser().absolute()
-    if not (p / "zarr.json").is_file():
-        raise ValueError(f"{str(p)!r} is not a zarr group")
     try:
-        group = zarr.open_group(str(p), mode="r")
+        store, name, _ = group_store(path, storage_options)
+    except ValueError as exc:
+        raise ValueError(str(exc).replace("is not a zarr v3 group (no zarr.json)", "is not a zarr group")) from None
+    try:
+        group = zarr.open_group(store, mode="r")
         node = group["y_pred"]
     except KeyError:
-        raise ValueError(f"{str(p)!r} is not a prediction group (no array 'y_pred')") from None
+        raise ValueError(f"{name!r} is not a prediction group (no array 'y_pred')") from None
     except Exception as exc:  # zarr raises many types for corrupt metadata
-        raise ValueError(f"{str(p)!r} is not a readable prediction group: {exc}") from None
+        raise ValueError(f"{name!r} is not a readable prediction group: {exc}") from None
     if not isinstance(node, zarr.Array):
-        raise ValueError(f"{str(p)!r}: 'y_pred' is not an array")
+        raise ValueError(f"{name!r}: 'y_pred' is not an array")
     attrs = dict(group.attrs)
     record = attrs.get("arrays")
     if attrs.get("dxrf_format") != DXRF_FORMAT or not isinstance(record, dict):
-        raise IntegrityError(f"{str(p)!r}: not a prediction group of dxrf_format {DXRF_FORMAT} (no record of its arrays)")
-    where = f"{str(p)!r}: array 'y_pred'"
+        raise IntegrityError(f"{name!r}: not a prediction group of dxrf_format {DXRF_FORMAT} (no record of its arrays)")
+    where = f"{name!r}: array 'y_pred'"
     verify(node, record.get("y_pred"), where)
     if attrs.get("n_rows") != node.shape[0]:
         raise IntegrityError(f"{where} has {node.shape[0]} rows but the group records n_rows={attrs.get('n_rows')!r}")
     return da.from_array(checked_reader(node, where), chunks=node.chunks), attrs
 
 
-def is_prediction_group(path: str | os.PathLike) -> bool:
+def is_prediction_group(path: str | os.PathLike, storage_options: Mapping[str, Any] | None = None) -> bool:
     """Whether ``path`` is a zarr group with ``y_pred`` and no ``X`` (what ``dxrf predict`` writes)."""
-    p = Path(path).expanduser()
-    return (p / "y_pred" / "zarr.json").is_file() and not (p / "X").exists()
+    loc = resolve(path, storage_options)
+    if loc.local:
+        p = Path(loc.path)
+        return (p / "y_pred" / "zarr.json").is_file() and not (p / "X").exists()
+    with object_errors(loc):
+        return bool(loc.fs.exists(loc.key("y_pred/zarr.json")) and not loc.fs.exists(loc.key("X/zarr.json")))

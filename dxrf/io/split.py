@@ -12,13 +12,13 @@ and the groups land on the client's file system like an ingest's).
 from __future__ import annotations
 
 import os
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 import dask
 import numpy as np
 
-from .._files import atomic_directory
+from .._storage import atomic_group, resolve
 from .._validation import check_fraction, check_int
 from ..engine.split import hashed_split
 from ..progress import blocks_in_order, show_progress
@@ -44,6 +44,7 @@ def split_zarr(
     seed: int = 0,
     overwrite: bool = False,
     progress: bool | None = False,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> tuple[IngestReport, IngestReport]:
     """Split a dxrf group into a training and a test group, streaming, by a hash of the row index.
 
@@ -66,6 +67,8 @@ def split_zarr(
         Replace existing dxrf groups at ``train`` and ``test``.
     progress : bool or None, default False
         A row counter on stderr (None: when stderr is a terminal).
+    storage_options : dict, optional
+        Options of the fsspec file systems of URLs among the three paths.
 
     Returns
     -------
@@ -84,10 +87,10 @@ def split_zarr(
     for name, value in paths.items():
         if not isinstance(value, (str, os.PathLike)):
             raise TypeError(f"{name} must be a path, got {type(value).__name__}")
-    resolved = {k: Path(v).expanduser().absolute() for k, v in paths.items()}
+    resolved = {k: resolve(v, storage_options, what=k).url for k, v in paths.items()}
     if len(set(resolved.values())) < 3:
-        raise ValueError(f"src, train and test must be three different paths, got {[str(p) for p in resolved.values()]}")
-    ds = open_zarr(src)
+        raise ValueError(f"src, train and test must be three different paths, got {list(resolved.values())}")
+    ds = open_zarr(src, storage_options=storage_options)
     X, y = ds.X, ds.y
     if y is not None:
         y = y.rechunk((X.chunks[0],))
@@ -101,7 +104,8 @@ def split_zarr(
     chunk_rows = int(ds.attrs.get("chunk_rows") or X.chunks[0][0])
     classes = ds.classes
     counter = _Progress(show_progress(progress), "splitting")
-    with atomic_directory(train, overwrite, kind="data") as tmp_train, atomic_directory(test, overwrite, kind="data") as tmp_test:
+    with atomic_group(train, overwrite, kind="data", storage_options=storage_options) as tmp_train, \
+            atomic_group(test, overwrite, kind="data", storage_options=storage_options) as tmp_test:
         writers = {
             name: _ZarrWriter(tmp, ds.columns, chunk_rows=chunk_rows, task=ds.task, n_classes=len(classes or ()),
                               target=ds.target)

@@ -16,8 +16,7 @@ from typing import Any
 import dask.array as da
 import numpy as np
 
-from .._files import atomic_directory as _atomic_directory
-from .._files import check_destination
+from .._storage import atomic_group, check_any_destination, resolve
 from .._validation import check_not_sparse
 from .checks import _NAN_POLICIES, _TASKS, _check_choice, _check_chunk_rows, _check_numeric_dtype, _feature_names
 from .labels import _class_codes, _resolve_task
@@ -25,10 +24,12 @@ from .layout import _RESERVED_ATTRS, IngestReport, _report
 from .writer import _ZarrWriter
 
 
-def check_chunk_rows_and_destination(chunk_rows: object, dest: str | os.PathLike, overwrite: bool) -> int:
+def check_chunk_rows_and_destination(
+    chunk_rows: object, dest: str | os.PathLike, overwrite: bool, storage_options: Mapping[str, Any] | None = None
+) -> int:
     """Checks of a data writer before any work (a pass over ``y``, loading a data set): ``chunk_rows`` and ``dest``."""
     chunk_rows = _check_chunk_rows(chunk_rows)
-    check_destination(dest, kind="data", overwrite=overwrite)
+    check_any_destination(dest, kind="data", overwrite=overwrite, storage_options=storage_options)
     return chunk_rows
 
 
@@ -46,6 +47,7 @@ def write_zarr(
     task: str = "auto",
     nan_policy: str = "error",
     progress: bool | Callable[[str, int], Any] = False,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> IngestReport:
     """Write a NumPy or dask matrix (and target) as a dxrf zarr group.
 
@@ -58,8 +60,9 @@ def write_zarr(
     ----------
     X : array-like or dask.array.Array, shape (N, d)
         Numeric features; stored as float32.
-    dest : path
-        Directory of the zarr group to create.
+    dest : path or URL
+        Directory of the zarr group to create, or an object-store URL
+        (``s3://bucket/data.zarr``; see ``storage_options``).
     y : array-like or dask.array.Array, shape (N,), optional
         Target. Float values are a regression target (stored float32);
         integer, boolean or text labels a classification target (stored as
@@ -86,12 +89,15 @@ def write_zarr(
         or drop them.
     progress : bool or callable, default False
         Print a row counter to stderr, or call ``progress(stage, rows)``.
+    storage_options : dict, optional
+        Options of the fsspec file system of a URL ``dest`` (e.g.
+        ``{"endpoint_url": ..., "key": ..., "secret": ...}`` for s3).
 
     Returns
     -------
     IngestReport
     """
-    chunk_rows = check_chunk_rows_and_destination(chunk_rows, dest, overwrite)
+    chunk_rows = check_chunk_rows_and_destination(chunk_rows, dest, overwrite, storage_options)
     _check_choice(task, "task", _TASKS)
     _check_choice(nan_policy, "nan_policy", _NAN_POLICIES)
     check_not_sparse(X)
@@ -167,7 +173,8 @@ def write_zarr(
             for i in range(0, n, chunk_rows):
                 yield X[i : i + chunk_rows], None if y is None else y[i : i + chunk_rows]
 
-    with _atomic_directory(dest, overwrite, kind="data") as tmp:
+    where = resolve(dest, storage_options, what="dest").url
+    with atomic_group(dest, overwrite, kind="data", storage_options=storage_options) as tmp:
         writer = _ZarrWriter(
             tmp,
             cols,
@@ -195,4 +202,4 @@ def write_zarr(
         if class_arr is not None:
             extra["classes"] = class_arr.tolist()
         out = writer.close(extra)
-    return _report(Path(dest).expanduser().absolute(), out)
+    return _report(where, out)

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import zarr
 
+from .._storage import zarr_target
 from .labels import _row
 from .integrity import array_options, describe
 from .layout import _RESERVED_ATTRS, DXRF_FORMAT, _json_value, default_compressor
@@ -96,7 +97,7 @@ class _ZarrWriter:
 
     def __init__(
         self,
-        path: Path,
+        path: Path | Any,
         columns: Sequence[str],
         *,
         chunk_rows: int,
@@ -113,7 +114,7 @@ class _ZarrWriter:
         self.n_classes = n_classes
         self.target = target
         self.nan_policy = nan_policy
-        self.group = zarr.open_group(str(path), mode="w", zarr_format=3)
+        self.group = zarr.open_group(zarr_target(path), mode="w", zarr_format=3)
         self.X = self.group.create_array(
             "X",
             shape=(0, self.d),
