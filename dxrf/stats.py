@@ -289,6 +289,8 @@ def accumulate(
     *,
     split_seed: int = 0,
     folds: int | None = None,
+    subsample: float | None = None,
+    subsample_seed: int = 0,
     progress: bool | None = None,
     tile_rows: int | None = None,
     split_every: int | None = None,
@@ -331,6 +333,16 @@ def accumulate(
         is then a tuple of ``k`` statistics; fold ``j``'s training statistics
         are ``sum(result) - result[j]`` (exact up to rounding: the sums are
         float64). Not together with ``split``.
+    subsample : float, optional
+        A fraction in (0, 1]: only rows whose hash of ``(row index,
+        subsample_seed)`` falls below it are accumulated (about ``subsample *
+        N`` rows, independent of chunking; the same hash as the split). The
+        other rows are read but their features are never computed, so the
+        pass costs ``subsample * N * M^2`` flops. Combines with ``split`` and
+        ``folds`` (they then group the kept rows); give ``subsample_seed``
+        apart from ``split_seed`` so the two are independent.
+    subsample_seed : int, default=0
+        Seed of the hashed subsample.
     progress : bool, optional
         Show a progress bar (default from :func:`dxrf.get_options`).
     tile_rows : int, optional
@@ -380,6 +392,13 @@ def accumulate(
     if len(d) > 1:
         raise ValueError(f"the feature maps expect different numbers of input columns: {sorted(d)}")
     fraction, mask, folds = check_split(split, folds)
+    sample = None
+    if subsample is not None:
+        subsample_seed = check_seed(subsample_seed, "subsample_seed")
+        # 1 keeps every row: the hash is below 1 for all of them
+        whole = isinstance(subsample, numbers.Real) and not isinstance(subsample, bool) and subsample == 1
+        keep = 1.0 if whole else check_fraction(subsample, "subsample", what="a fraction in (0, 1]")
+        sample = (float(keep), subsample_seed)
 
     if not is_dask(X):
         X = np.asarray(X)
@@ -400,7 +419,7 @@ def accumulate(
         X = check_dask_matrix(X, n_features=kernels[0].n_features_in)
     tiles = [tile_rows or default_tile_rows(k) for k in kernels]
     groups = folds if folds is not None else (1 if (fraction is None and mask is None) else 2)
-    cfg = StatsConfig(kernels, tiles, fraction, split_seed, groups, folds)
+    cfg = StatsConfig(kernels, tiles, fraction, split_seed, groups, folds, sample)
     # the client receives a dense M x M Gram per map and group: refused before the pass
     m = max(k.n_components for k in kernels)
     check_pass(

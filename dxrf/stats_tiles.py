@@ -86,7 +86,8 @@ class TileWorker:
 
         ``mask`` None: all rows to group 0; boolean: train rows (False) to
         group 0, validation rows (True) to group 1; integer: row ``i`` to
-        group ``mask[i]`` (the folds of a k-fold pass).
+        group ``mask[i]`` (the folds of a k-fold pass; -1: no group, the
+        rows a subsampled pass leaves out).
         """
         if mask is None:
             self._add_rows(0, X, Y)
@@ -146,10 +147,12 @@ class StatsConfig:
     each cut tile. ``fraction``/``seed`` give a hashed validation split,
     ``folds``/``seed`` hashed folds; ``groups`` is the number of row groups
     summed apart: ``folds`` with folds, 2 with a split (train, validation),
-    else 1.
+    else 1. ``sample`` ``(fraction, seed)`` restricts the pass to a hashed
+    subsample of the rows (the others are read but their features never
+    computed).
     """
 
-    def __init__(self, kernels, tile_rows, fraction, seed, groups, folds=None) -> None:
+    def __init__(self, kernels, tile_rows, fraction, seed, groups, folds=None, sample=None) -> None:
         self.kernels = tuple(kernels)
         self.grids = tuple(sorted(set(tile_rows)))
         self.grid_of = tuple(self.grids.index(t) for t in tile_rows)
@@ -158,6 +161,8 @@ class StatsConfig:
         self.seed = seed
         self.groups = groups
         self.folds = folds
+        # (fraction, seed) of a hashed row subsample, or None: every row
+        self.sample = sample
 
     @property
     def nbytes(self) -> int:
@@ -167,7 +172,7 @@ class StatsConfig:
         from dask.base import tokenize
 
         return ("dxrf-stats-config", tokenize(self.kernels), self.tile_rows, self.fraction, self.seed, self.groups,
-                self.folds)
+                self.folds, self.sample)
 
 
 def _stats_block(X, columns, rows: Rows, cfg: StatsConfig, running):
@@ -182,7 +187,8 @@ def _stats_block(X, columns, rows: Rows, cfg: StatsConfig, running):
     y, mask = columns
     X, Y = check_stats_block(X, y, cfg.kernels[0], rows.start)
     xp = array_module(X)
-    mask = block_groups(rows.start, X.shape[0], mask, fraction=cfg.fraction, folds=cfg.folds, seed=cfg.seed)
+    mask = block_groups(rows.start, X.shape[0], mask, fraction=cfg.fraction, folds=cfg.folds, seed=cfg.seed,
+                        sample=cfg.sample)
     k = None if Y is None else Y.shape[1]
     out = {} if running is None else running
     fragments: dict = {}

@@ -232,7 +232,11 @@ def test_algorithm1_unbiased(data):
 def test_n_samples_subsample_and_passes(data):
     X, y, _ = data
     s = LeverageScoreSampler(10, n_candidates=40, n_samples=150, base=base64(40), random_state=0).fit(X, y)
-    assert s.candidate_stats_.n == 150 and s.n_samples_ == 150
+    # a hashed row sample: about N0 rows (binomial, sd ~ 10 here), exactly those of row_sample's hash
+    frac, seed = s.row_sample(N)
+    assert frac == 150 / N
+    kept = int(dxrf.engine.hashed_split(0, N, frac, seed).sum())
+    assert s.candidate_stats_.n == kept == s.n_samples_ and 110 <= kept <= 190
     assert s.candidate_stats_.cross is not None  # y given: kept for learners
     full = LeverageScoreSampler(10, n_candidates=40, n_samples=N, base=base64(40), random_state=0).fit(X)
     assert full.n_samples_ == N

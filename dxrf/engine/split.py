@@ -46,27 +46,48 @@ def hashed_folds(start: int, stop: int, n_folds: int, seed: int = 0) -> np.ndarr
     return np.minimum((u * n_folds).astype(np.intp), n_folds - 1)
 
 
-def block_groups(start: int, n: int, column: object, *, fraction: float | None, folds: int | None, seed: int):
+def block_groups(
+    start: int,
+    n: int,
+    column: object,
+    *,
+    fraction: float | None,
+    folds: int | None,
+    seed: int,
+    sample: tuple[float, int] | None = None,
+):
     """The row group of each row of a block: fold labels, a validation mask, or None (one group).
 
     Hashed folds (``folds``) or a hashed split (``fraction``) from the global
     row indices ``start .. start + n - 1``; else the block of a given boolean
     validation ``column`` (brought to the host); else None.
+
+    ``sample=(fraction, seed)`` keeps only a hashed subsample of the rows (the
+    same hash as the split, with its own seed): the groups become integer
+    labels (train 0 / validation 1 for a split) and rows left out get -1,
+    which is in no group, so their features are never computed.
     """
     if folds is not None:
-        return hashed_folds(start, start + n, folds, seed)
-    if fraction is not None:
-        return hashed_split(start, start + n, fraction, seed)
-    if column is not None:
-        return to_host(column).astype(bool, copy=False).reshape(-1)
-    return None
+        groups = hashed_folds(start, start + n, folds, seed)
+    elif fraction is not None:
+        groups = hashed_split(start, start + n, fraction, seed)
+    elif column is not None:
+        groups = to_host(column).astype(bool, copy=False).reshape(-1)
+    else:
+        groups = None
+    if sample is None:
+        return groups
+    keep = hashed_split(start, start + n, sample[0], sample[1])
+    labels = np.zeros(n, dtype=np.intp) if groups is None else groups.astype(np.intp, copy=False)
+    return np.where(keep, labels, -1)
 
 
 def group_rows(groups: object, n_groups: int) -> list:
     """Row selectors of each group of :func:`block_groups`' result, in group order.
 
     None: every row (one group); a boolean mask: training rows (False), then
-    validation rows (True); fold labels: the rows of fold 0, 1, ...
+    validation rows (True); integer labels: the rows of group 0, 1, ...
+    (a label of -1 is in no group).
     """
     if groups is None:
         return [slice(None)]

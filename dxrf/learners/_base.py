@@ -182,6 +182,10 @@ class RandomFeatureModel(SaveMixin, BaseEstimator):
     ) -> tuple[FeatureStats, FeatureStats | None]:
         """Fit the features and accumulate their statistics in one pass.
 
+        A selector with a row sample (``LeverageScoreSampler(n_samples=N0)``)
+        takes two: its candidates' statistics over the sample, then the
+        selected features' over all rows.
+
         Returns the training statistics of the final features and, with a
         ``validation`` fraction or mask, the validation statistics. A selector
         selects from the *training* statistics only, so validation rows stay
@@ -203,10 +207,20 @@ class RandomFeatureModel(SaveMixin, BaseEstimator):
                 )
             kernel = self._fit_map(features, X)
             passes = self.n_passes_
+        sample = features.row_sample(int(X.shape[0])) if hasattr(features, "row_sample") else None
+        if sample is not None:
+            # two-stage selection: the candidates over a hashed row sample (pass
+            # 1), then only the selected features over all rows (pass 2)
+            first = accumulate(X, Y, kernel, split=validation, split_seed=validation_seed,
+                               subsample=sample[0], subsample_seed=sample[1])
+            features.fit_from_stats(candidates, first[0] if validation is not None else first, task=task,
+                                    classes=classes)
+            kernel = features.kernel_
+            passes += 1
         stats = accumulate(X, Y, kernel, split=validation, split_seed=validation_seed)
         passes += 1
         train, valid = stats if validation is not None else (stats, None)
-        if is_selector(features):
+        if is_selector(features) and sample is None:
             features.fit_from_stats(candidates, train, task=task, classes=classes)
             idx, scales = features.selected_, features.scales_
             train = train.subset(idx, scales)

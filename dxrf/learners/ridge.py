@@ -128,7 +128,9 @@ class RandomFeatureRidge(_RidgeSolveMixin, TargetScaleMixin, RegressorMixin, Ran
     features_ : fitted feature map or selector
     kernel_ : FeatureKernel
     n_passes_ : int
-        Reads of X made by ``fit`` (1; plus 1 for a median bandwidth's sample).
+        Reads of X made by ``fit`` (1; 2 for ``LeverageScoreSampler(n_samples=N0)``:
+        candidates over about N0 rows, then the selection over all; plus 1 for
+        a median bandwidth's sample).
     n_features_in_ : int
 
     Examples

@@ -40,6 +40,8 @@ TASKS = ("auto", "regression", "classification")
 # entropy mixed with an int random_state for the selector's own draws, so that
 # they are independent of the candidate draw seeded by the same int
 _DRAW_SALT = 0x64787266
+# and for the seed of the hashed row sample (ELSS's N0 rows)
+_ROWS_SALT = 0x726F7773
 
 
 def _split_random_state(random_state: object) -> tuple[object, np.random.Generator]:
@@ -50,12 +52,6 @@ def _split_random_state(random_state: object) -> tuple[object, np.random.Generat
         return int(random_state), np.random.default_rng([int(random_state), _DRAW_SALT])
     rng = make_rng(random_state)
     return rng, rng
-
-
-def _take_rows(a: object, idx: np.ndarray) -> object:
-    if a is None:
-        return None
-    return a[idx] if is_dask(a) else np.asarray(a)[idx]
 
 
 class _BaseSelector(KernelTransformer):
@@ -108,16 +104,25 @@ class _BaseSelector(KernelTransformer):
         return base
 
     def _fit_candidates(
-        self, X: np.ndarray | da.Array, Y: object, m0: int, base_seed: object, rows: np.ndarray | None = None
+        self, X: np.ndarray | da.Array, Y: object, m0: int, base_seed: object, sample: tuple[float, int] | None = None
     ) -> tuple[object, FeatureStats]:
-        """Fit the base map on all of X; accumulate over ``rows`` (default all)."""
+        """Fit the base map on all of X; accumulate over all rows or a hashed ``sample`` ``(fraction, seed)``."""
         self._check_memory(X, m0)
         base = self._make_base(X, m0, base_seed)
         self.n_passes_ += 1
-        if rows is not None:
-            X, Y = _take_rows(X, rows), _take_rows(Y, rows)
-        stats = accumulate(X, Y, features=base.kernel_)
-        return base, stats
+        if sample is None:
+            return base, accumulate(X, Y, features=base.kernel_)
+        return base, accumulate(X, Y, features=base.kernel_, subsample=sample[0], subsample_seed=sample[1])
+
+    def row_sample(self, n: int) -> tuple[float, int] | None:
+        """The hashed row subsample the candidates' statistics are accumulated over, or None (all rows).
+
+        Learners call this before their first pass: with a subsample they make
+        two passes (the candidates over the sample, then the selection over
+        all rows) instead of one. Only :class:`LeverageScoreSampler` with
+        ``n_samples`` subsamples.
+        """
+        return None
 
     # -- selection from statistics made elsewhere ---------------------------------
     def _check_memory(self, X: object, m0: int, groups: int = 1) -> None:
@@ -270,8 +275,18 @@ class LeverageScoreSampler(_BaseSelector):
         ``lam`` is the same number as ``lam_``. Both spellings give identical
         weights.
     n_samples : int, optional
-        ``N0``: accumulate the Gram over a uniformly random subset of ``N0``
-        distinct rows (Algorithm 1's input) instead of all ``N``; at most ``N``.
+        ``N0``: accumulate the Gram over a random subset of about ``N0`` rows
+        (Algorithm 1's input) instead of all ``N``; at most ``N``. Each row is
+        kept when a hash of its index falls below ``N0 / N`` (independent of
+        chunking, see :meth:`row_sample`); the other rows are read but their
+        features are never computed. Inside a learner this makes the fit two
+        passes: the ``M0`` candidates over the sample (``N0 M0^2`` flops),
+        then only the ``M`` selected features over all rows (``N M^2``),
+        against one pass of ``N M0^2`` without it. Two passes win when
+        ``N0 M0^2 + N M^2`` plus the cost of one more read of X is well below
+        ``N M0^2``: with ``M0 = 10 M`` and ``N0 <= N / 2`` the flops drop
+        about twofold or more, and the second read matters only when reading
+        X (from disk or object storage) costs more than its features.
     base : feature map, optional
         The candidate map, cloned with ``n_components=n_candidates``; default
         ``RandomFourierFeatures()`` (gaussian kernel, bandwidth 1).
@@ -307,7 +322,8 @@ class LeverageScoreSampler(_BaseSelector):
         ``candidate_stats_.subset(selected_, scales_)``: the statistics of the
         selected features, exact, without another pass.
     n_samples_ : int
-        Rows the statistics were accumulated over.
+        Rows the candidates' statistics were accumulated over (about
+        ``n_samples``, exactly ``N`` without it).
     n_passes_ : int
         Reads of ``X`` made by ``fit``: 1 (the statistics pass), plus 1 when the
         base map estimated ``bandwidth="median"`` from a random row sample
@@ -378,14 +394,33 @@ class LeverageScoreSampler(_BaseSelector):
         if n0 is not None and n0 > n:
             raise ValueError(f"n_samples={n0} exceeds the number of rows of X (N={n})")
         base_seed, rng = _split_random_state(self.random_state)
-        rows = None
-        if n0 is not None and n0 < n:
-            # the base map (and a median bandwidth) is fitted on all of X, the
-            # statistics over N0 distinct random rows
-            rows = np.sort(rng.choice(n, size=int(n0), replace=False))
-        base, stats = self._fit_candidates(X, y, m0, base_seed, rows)
+        # the base map (and a median bandwidth) is fitted on all of X, the
+        # statistics over the hashed row sample: the same rows a learner's
+        # first pass uses, so both select the same features
+        base, stats = self._fit_candidates(X, y, m0, base_seed, self.row_sample(n))
         self._select(base, stats, rng, m)
         return self
+
+    def row_sample(self, n: int) -> tuple[float, int] | None:
+        """``(N0 / N, seed)`` of the hashed row sample for ``n_samples=N0 < N``, else None.
+
+        Each row is kept when a hash of ``(row index, seed)`` falls below
+        ``N0 / N`` (:func:`dxrf.engine.hashed_split`): about ``N0`` rows,
+        independent of chunking. The seed comes from ``random_state`` (an int
+        gives the same rows every time) and is independent of the candidates
+        and of the draws.
+        """
+        n0 = check_positive_int(self.n_samples, "n_samples", allow_none=True)
+        if n0 is None or n0 >= n:
+            return None
+        rs = self.random_state
+        if rs is None:
+            seed = int(np.random.default_rng().integers(2**63))
+        elif is_integer(rs):
+            seed = int(np.random.default_rng([int(rs), _ROWS_SALT]).integers(2**63))
+        else:
+            seed = int(np.random.default_rng(make_rng(rs).integers(2**63)).integers(2**63))
+        return n0 / n, seed
 
     def _check_selection_params(self) -> None:
         self._check_method()
