@@ -55,6 +55,7 @@ _RIDGE = {
     "alphas_": "finite?",
     "validation_errors_": "numbers?",
     "y_scale_": "finite-or-none?",  # [y_min, y_max] of a target scaled by open_zarr(scale_y=True)
+    "stats_": "stats?",  # the running statistics of partial_fit
 }
 _CLASSIFIER = {
     **_RIDGE,

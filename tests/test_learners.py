@@ -167,6 +167,17 @@ def test_classifier_accepts_dask_and_predicts_lazily(classification):
 # -- scikit-learn ecosystem ------------------------------------------------------------
 
 
+def _median_partial_fit_checks(est) -> dict:
+    """A median bandwidth (or a selector) cannot be fixed by a first partial_fit: a clear ValueError, by design."""
+    features = est.features
+    numeric = features is not None and not dxrf.learners._base.is_selector(features) and not isinstance(
+        features.get_params().get("bandwidth"), str)
+    if numeric:
+        return {}
+    why = "partial_fit refuses features that need a pass over all the data (bandwidth='median', a selector)"
+    return {"check_n_features_in_after_fitting": why, "check_estimators_partial_fit_n_features": why}
+
+
 @parametrize_with_checks(
     estimators=[
         dxrf.RandomFeatureRidge(dxrf.RandomFourierFeatures(100, bandwidth="median", random_state=0, dtype="float64")),
@@ -177,7 +188,11 @@ def test_classifier_accepts_dask_and_predicts_lazily(classification):
         dxrf.RandomFeatureClassifier(dxrf.RandomFourierFeatures(100, bandwidth="median", random_state=0, dtype="float64")),
         dxrf.RandomFeatureClassifier(),
         dxrf.RandomFeatureRidge(),
+        # numeric bandwidths: partial_fit can fix the features at its first call
+        dxrf.RandomFeatureRidge(dxrf.RandomFourierFeatures(100, bandwidth=3.0, random_state=0, dtype="float64")),
+        dxrf.RandomFeatureClassifier(dxrf.RandomFourierFeatures(100, bandwidth=3.0, random_state=0, dtype="float64")),
     ],
+    expected_failed_checks=lambda est: _median_partial_fit_checks(est),
 )
 def test_sklearn_compatible(estimator, check):
     check(estimator)

@@ -8,9 +8,10 @@ from scipy.special import expit
 from sklearn.base import ClassifierMixin
 from sklearn.utils.metaestimators import available_if
 
-from .._labels import encode_classes
+from .._labels import class_labels, encode_classes
 from .._validation import check_choice, is_dask
 from ._base import RandomFeatureModel, is_selector, linear_predict
+from .partial import PartialFitMixin
 from .ridge import _RidgeSolveMixin, check_alphas
 
 __all__ = ["RandomFeatureClassifier", "LOSSES", "encode_classes"]
@@ -18,7 +19,7 @@ __all__ = ["RandomFeatureClassifier", "LOSSES", "encode_classes"]
 LOSSES = ("squared", "logistic")
 
 
-class RandomFeatureClassifier(_RidgeSolveMixin, ClassifierMixin, RandomFeatureModel):
+class RandomFeatureClassifier(PartialFitMixin, _RidgeSolveMixin, ClassifierMixin, RandomFeatureModel):
     """Linear classifier on random features.
 
     - ``loss="squared"``: least-squares classification (Rahimi & Recht): a
@@ -78,6 +79,9 @@ class RandomFeatureClassifier(_RidgeSolveMixin, ClassifierMixin, RandomFeatureMo
     hessian_rows_ : int
         Rows in each Newton Hessian (logistic loss with the Newton solver; 0 otherwise).
     features_, kernel_, n_features_in_
+    stats_ : FeatureStats
+        After :meth:`partial_fit` only: the running statistics of the +-1
+        class columns (saved with the model).
 
     References
     ----------
@@ -141,6 +145,7 @@ class RandomFeatureClassifier(_RidgeSolveMixin, ClassifierMixin, RandomFeatureMo
         self
         """
         grid = self._check_params()
+        self.__dict__.pop("stats_", None)  # a fit starts over: no running statistics of earlier partial_fit calls
         X, T = self._class_targets(X, y)
         if self.loss == "squared":
             validation = self.validation if self.validation is not None else (0.2 if grid is not None else None)
@@ -154,6 +159,55 @@ class RandomFeatureClassifier(_RidgeSolveMixin, ClassifierMixin, RandomFeatureMo
             self.n_iter_ = 1
             return self
         return self._fit_logistic(X, T)
+
+    def partial_fit(self, X: np.ndarray | da.Array, y: np.ndarray | da.Array, classes: object = None) -> RandomFeatureClassifier:
+        """Add a batch of rows and solve again (``loss="squared"`` only).
+
+        As :meth:`RandomFeatureRidge.partial_fit` on the +-1 class columns:
+        the first call fixes the features (a numeric bandwidth or a fitted
+        map) and needs ``classes``, all the labels that will ever appear
+        (scikit-learn's convention; later calls may repeat it). Each call
+        adds its rows' statistics to ``stats_`` and solves with ``alpha``.
+        After a ``fit`` it keeps the fitted features and classes and starts
+        the statistics from this batch.
+
+        Parameters
+        ----------
+        X : array-like or dask array of shape (n_samples, n_features)
+        y : array-like or dask array of shape (n_samples,)
+            Class labels, each one of ``classes``.
+        classes : array-like, optional
+            Every class label; required at the first call.
+
+        Returns
+        -------
+        self
+        """
+        self._partial_check()
+        if self.loss != "squared":
+            raise ValueError(f"partial_fit needs loss='squared' (statistics that add up), got loss={self.loss!r}")
+        first = not self._partial_started()
+        if first and classes is None and self._after_fit():
+            classes = self.classes_  # partial_fit after fit keeps its classes
+        if first:
+            if classes is None:
+                raise ValueError("classes must be passed at the first call to partial_fit: every class label, e.g. classes=np.unique(y_all)")
+            self.classes_ = class_labels(np.asarray(classes).reshape(-1), type(self).__name__)
+        elif classes is not None and not np.array_equal(np.unique(np.asarray(classes)), self.classes_):
+            raise ValueError(f"classes={classes!r} is not the classes_ of the first partial_fit call: {self.classes_!r}")
+        X = self._partial_X(X, first)
+        y = self._partial_y(y, X.shape[0])
+        if y.ndim != 1:
+            raise ValueError(f"y must be 1-d class labels, got shape {y.shape}")
+        labels = np.asarray(da.unique(y).compute()) if is_dask(y) else np.unique(y)
+        unknown = np.setdiff1d(labels, self.classes_)
+        if unknown.size:
+            raise ValueError(f"y holds labels {unknown.tolist()!r} that are not in classes {self.classes_.tolist()!r}")
+        coef = self._partial_update(X, encode_classes(y, self.classes_), first)
+        self.coef_ = coef.T
+        self.intercept_ = self._intercept
+        self.n_iter_ = 1
+        return self
 
     def _fit_logistic(self, X, T) -> RandomFeatureClassifier:
         features = self._make_features()

@@ -9,6 +9,7 @@ from sklearn.base import RegressorMixin
 from .._validation import check_nonnegative
 from ..stats import FeatureStats
 from ._base import RandomFeatureModel, TargetScaleMixin, linear_predict
+from .partial import PartialFitMixin
 from .ridge_path import check_alpha_grid, mse_from_stats, ridge_path, solve_ridge, statistics_rtol
 
 __all__ = ["RandomFeatureRidge", "check_alphas"]
@@ -74,7 +75,7 @@ class _RidgeSolveMixin:
         return coef
 
 
-class RandomFeatureRidge(_RidgeSolveMixin, TargetScaleMixin, RegressorMixin, RandomFeatureModel):
+class RandomFeatureRidge(PartialFitMixin, _RidgeSolveMixin, TargetScaleMixin, RegressorMixin, RandomFeatureModel):
     """Ridge regression on random features, solved from one pass of statistics.
 
     Minimises ``(1/N) |Y - Z theta - 1 beta^T|^2 + alpha |theta|^2`` with ``Z``
@@ -132,6 +133,10 @@ class RandomFeatureRidge(_RidgeSolveMixin, TargetScaleMixin, RegressorMixin, Ran
         candidates over about N0 rows, then the selection over all; plus 1 for
         a median bandwidth's sample).
     n_features_in_ : int
+    stats_ : FeatureStats
+        After :meth:`partial_fit` only: the running statistics of every row
+        seen so far (saved with the model, so ``partial_fit`` continues after
+        :func:`dxrf.load`).
 
     Examples
     --------
@@ -174,10 +179,51 @@ class RandomFeatureRidge(_RidgeSolveMixin, TargetScaleMixin, RegressorMixin, Ran
         self
         """
         grid = self._check_params()
+        self.__dict__.pop("stats_", None)  # a fit starts over: no running statistics of earlier partial_fit calls
         X, y = self._regression_targets(X, y)
         validation = self.validation if self.validation is not None else (0.2 if grid is not None else None)
         train, valid = self._features_pass(X, y, validation=validation, validation_seed=self.validation_seed)
         self._set_regression_coef(self._solve_on_stats(train, valid, grid), y.ndim == 1)
+        return self
+
+    def partial_fit(self, X: np.ndarray | da.Array, y: np.ndarray | da.Array) -> RandomFeatureRidge:
+        """Add a batch of rows and solve again from the running statistics.
+
+        The first call fixes the features: ``features`` must be a feature map
+        with a numeric bandwidth, or an already fitted map or selector (a
+        ``"median"`` bandwidth or an unfitted selector would need a pass over
+        all the data: ``ValueError``). Each call makes one pass over its batch
+        and adds its statistics to ``stats_``; the coefficients are solved
+        with ``alpha`` (there is no validation split: ``validation`` is not
+        used, and ``alphas`` is refused unless a ``fit`` already chose
+        ``alpha_`` from it, which is then kept). After calls on any partition of the rows
+        the model equals ``fit`` on all of them, up to rounding. A ``fit``
+        starts over; ``partial_fit`` after a ``fit`` keeps the fitted
+        features but starts the statistics from its batch (``fit`` keeps no
+        ``M x M`` statistics). Works with ``dask_ml.wrappers.Incremental``.
+
+        Parameters
+        ----------
+        X : array-like or dask array of shape (n_samples, n_features)
+        y : array-like or dask array of shape (n_samples,) or (n_samples, k)
+            The same number of outputs at every call.
+
+        Returns
+        -------
+        self
+        """
+        self._partial_check()
+        first = not self._partial_started()
+        if first:
+            X, y = self._regression_targets(X, y)
+        else:
+            X = self._partial_X(X, first=False)
+            y = self._partial_y(y, X.shape[0])
+            y = y if np.issubdtype(y.dtype, np.floating) else y.astype(np.float64)
+            if (y.ndim == 1) != (self.coef_.ndim == 1):
+                raise ValueError(f"y has shape {y.shape}, but earlier partial_fit calls had {'1-d' if self.coef_.ndim == 1 else '2-d'} targets")
+        coef = self._partial_update(X, y, first)
+        self._set_regression_coef(coef, y.ndim == 1)
         return self
 
     def _check_params(self) -> np.ndarray | None:

@@ -1,0 +1,148 @@
+"""Incremental fitting (``partial_fit``): features fixed at the first call, statistics that add up.
+
+The first call fixes the random features from the batch's shape alone, so
+they must not depend on the data: a numeric bandwidth, or a feature map (or
+selector) that is already fitted. Each call then adds its rows' statistics
+to the running ``stats_`` (:class:`~dxrf.stats.FeatureStats` is a monoid)
+and the solution is solved again from them: after any sequence of calls the
+model equals a ``fit`` on all the rows seen, up to rounding.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import dask.array as da
+import numpy as np
+
+from .._validation import is_dask
+from ..features.kernel import FeatureKernel
+from ..stats import FeatureStats, accumulate
+from ._base import is_selector
+
+__all__ = ["PartialFitMixin", "partial_features"]
+
+
+def _data_dependent(features: object) -> str | None:
+    """Why an unfitted feature map needs a pass over the data to be fitted, or None."""
+    if is_selector(features):
+        return (
+            f"{type(features).__name__} chooses its features from statistics of all the data; "
+            "fit it first (e.g. on a sample) and pass the fitted selector, or use fit"
+        )
+    bandwidth = features.get_params(deep=False).get("bandwidth")
+    if isinstance(bandwidth, str):
+        return (
+            f"bandwidth={bandwidth!r} is estimated from the data, but partial_fit fixes the features at its "
+            "first call; pass a numeric bandwidth (e.g. RandomFourierFeatures(n_components, bandwidth=1.0)) "
+            "or an already fitted feature map"
+        )
+    return None
+
+
+def partial_features(est: object, X: np.ndarray | da.Array) -> FeatureKernel:
+    """Fix ``est``'s features at its first ``partial_fit`` call; set ``features_`` and ``kernel_``.
+
+    A fitted map or selector (one with a ``kernel_``) is used as it is (a
+    copy); an unfitted map is cloned, seeded like ``fit`` does, and fitted on
+    the batch's shape, which is refused for a data-dependent map (a
+    ``"median"`` bandwidth, a selector) with a ``ValueError`` saying what to pass.
+    """
+    features = est.features
+    if features is None:
+        raise ValueError(
+            "partial_fit needs features whose parameters do not depend on the data, but the default "
+            "features estimate bandwidth='median'; pass e.g. features=RandomFourierFeatures(n_components, bandwidth=1.0)"
+        )
+    if isinstance(getattr(features, "kernel_", None), FeatureKernel):
+        fitted = copy.deepcopy(features)
+        if fitted.kernel_.n_features_in != X.shape[1]:
+            raise ValueError(
+                f"X has {X.shape[1]} features but the fitted features expect {fitted.kernel_.n_features_in}"
+            )
+    else:
+        if not hasattr(features, "get_params"):
+            est._make_features()  # raises the usual TypeError for a non-map
+        why = _data_dependent(features)
+        if why is not None:
+            raise ValueError(f"partial_fit cannot fix these features at its first call: {why}")
+        fitted = est._make_features()
+        fitted.fit(X)  # a data-independent map uses only the number of columns
+        if not isinstance(getattr(fitted, "kernel_", None), FeatureKernel):
+            raise TypeError(f"features must be a dxrf feature map with a fitted kernel_, got {type(fitted).__name__}")
+    est.features_ = fitted
+    est.kernel_ = fitted.kernel_
+    est.n_passes_ = 0
+    return fitted.kernel_
+
+
+class PartialFitMixin:
+    """``partial_fit`` of the Gram-based learners: running statistics, a solve after each call.
+
+    Subclasses provide ``_partial_targets(X, y, first, **kw)`` returning the
+    checked ``X`` and the target columns (float, 2-d), and
+    ``_set_partial_coef(coef, intercept)``.
+    """
+
+    def _partial_started(self) -> bool:
+        return isinstance(getattr(self, "stats_", None), FeatureStats) and hasattr(self, "kernel_")
+
+    def _partial_check(self) -> None:
+        self._check_params()
+        if self.alphas is not None and not hasattr(self, "alpha_"):
+            raise ValueError(
+                "partial_fit has no validation rows to choose a penalty from alphas; "
+                "set alphas=None and give alpha=, or use fit (which validates the whole grid in one pass)"
+            )
+
+    def _partial_X(self, X: object, first: bool) -> np.ndarray | da.Array:
+        X = self._validate_X(X, reset=first)
+        if not first and X.shape[1] != self.kernel_.n_features_in:
+            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} was fitted on {self.kernel_.n_features_in}")
+        return X
+
+    @staticmethod
+    def _partial_y(y: object, n: int) -> np.ndarray | da.Array:
+        if y is None:
+            raise ValueError("partial_fit requires y to be passed, but the target y is None")
+        y = y if is_dask(y) else np.asarray(y)
+        if y.ndim == 0 or y.shape[0] != n:
+            raise ValueError(f"y has {y.shape[0] if y.ndim else 0} rows but X has {n}")
+        return y
+
+    def _after_fit(self) -> bool:
+        """True when ``fit`` fixed the features (and classes) and no ``partial_fit`` ran since."""
+        return not self._partial_started() and isinstance(getattr(self, "kernel_", None), FeatureKernel)
+
+    def _partial_kernel(self, X: np.ndarray | da.Array) -> FeatureKernel:
+        if self._after_fit():
+            # partial_fit after fit: the fitted features stay; the statistics
+            # start from this batch (fit keeps none: an M x M matrix per model)
+            if X.shape[1] != self.kernel_.n_features_in:
+                raise ValueError(f"X has {X.shape[1]} features, but the fitted features expect {self.kernel_.n_features_in}")
+            self.n_passes_ = 0
+            return self.kernel_
+        return partial_features(self, X)
+
+    def _partial_update(self, X: np.ndarray | da.Array, T: np.ndarray | da.Array, first: bool) -> np.ndarray:
+        """Add the batch's statistics and solve with ``alpha`` (no validation split); return coef (M, k).
+
+        With ``alphas`` (allowed only after a ``fit``) the penalty is the
+        ``alpha_`` that ``fit`` chose.
+        """
+        from .ridge_path import mse_from_stats, solve_ridge
+
+        kernel = self._partial_kernel(X) if first else self.kernel_
+        batch = accumulate(X, T, kernel)
+        if not first and batch.n_targets != self.stats_.n_targets:
+            raise ValueError(f"y has {batch.n_targets} output(s), but earlier partial_fit calls had {self.stats_.n_targets}")
+        self.stats_ = batch if first else self.stats_ + batch
+        self.n_passes_ += 1
+        for name in ("alphas_", "validation_errors_"):  # from an earlier fit with a grid
+            self.__dict__.pop(name, None)
+        # with alphas, the penalty an earlier fit chose on its validation rows
+        self.alpha_ = float(self.alpha) if self.alphas is None else float(self.alpha_)
+        coef, intercept = solve_ridge(self.stats_, self.alpha_, self.fit_intercept)
+        self.train_mse_ = float(mse_from_stats(self.stats_, coef, intercept).mean())
+        self._intercept = intercept
+        return coef
