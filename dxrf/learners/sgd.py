@@ -154,6 +154,16 @@ class _BaseSGD(RandomFeatureModel):
         if self.early_stopping and self.validation is None:
             raise ValueError("early_stopping=True needs validation rows: give validation= a fraction or a mask, or set early_stopping=False")
 
+    def _check_partial_params(self) -> None:
+        """The parameters ``partial_fit`` uses (no validation rows, so no early stopping)."""
+        check_choice(self.loss, "loss", self._losses)
+        if self.step_size != "auto":
+            check_positive_float(self.step_size, "step_size", what="a positive number or 'auto'")
+        check_positive_int(self.batch_size, "batch_size")
+        check_choice(self.mode, "mode", MODES)
+        for name in ("fit_intercept", "shuffle"):
+            check_bool(getattr(self, name), name)
+
     def _shuffle_seed(self) -> int:
         """The seed of the shuffles (the feature map is seeded by the base class)."""
         rs = self.random_state
@@ -195,6 +205,71 @@ class _BaseSGD(RandomFeatureModel):
             self.n_passes_ += 1
         return 1.0 / (r2 + float(self.fit_intercept)) if r2 + self.fit_intercept > 0 else 1.0
 
+    def _config(self, X: Any, shuffle_seed: int, fraction: float | None) -> _Config:
+        """The constants of the SGD passes over ``X`` with the fitted ``kernel_`` and ``step_size_``."""
+        opts = get_options()
+        b = int(self.batch_size)
+        m = self.kernel_.n_components
+        tile_rows = max(opts.min_tile_rows, opts.tile_bytes // (m * self.kernel_.dtype.itemsize))
+        tile_rows = max(b, tile_rows // b * b)  # whole mini-batches per tile
+        return _Config(
+            loss=self.loss,
+            step=self.step_size_,
+            batch_size=b,
+            fit_intercept=bool(self.fit_intercept),
+            shuffle=bool(self.shuffle),
+            seed=shuffle_seed,
+            fraction=fraction,
+            tile_rows=tile_rows,
+            blas_threads=get_options().blas_threads if is_dask(X) else None,
+        )
+
+    def _partial_sgd(self, X: Any, Y: Any, first: bool) -> None:
+        """One SGD pass over the batch, continuing from the current iterate (no validation rows).
+
+        The first call (on an unfitted estimator) fixes the features as the
+        Gram learners' ``partial_fit`` does and the step; a fitted estimator
+        (by ``fit``, ``partial_fit`` or :func:`dxrf.load`) continues from its
+        ``coef_``, ``intercept_`` and update count.
+        """
+        from .partial import partial_features
+
+        if not is_dask(Y):
+            Y = np.asarray(Y, dtype=np.float64).reshape(X.shape[0], -1)
+        k = Y.shape[1]
+        if first:
+            partial_features(self, X)
+        elif self.coef_.shape[1] != k:
+            raise ValueError(f"y has {k} output(s), but the model has {self.coef_.shape[1]}")
+        shuffle_seed = self._shuffle_seed()
+        if first:
+            self.step_size_ = self._resolve_step(X, np.random.default_rng([shuffle_seed, 1]))
+        cfg = self._config(X, shuffle_seed, None)
+        runner = _Runner(_Data(X, Y, None, None), self.kernel_, cfg, False)
+        if first:
+            intercept = np.zeros(k)
+            if self.fit_intercept and self.loss == "squared":
+                ysum, cnt = runner.train_mean()  # as fit: start at the (first batch's) target mean
+                intercept = np.asarray(ysum, dtype=np.float64).reshape(k) / max(cnt, 1)
+            state = _State(np.zeros((self.kernel_.n_components, k)), intercept)
+            epoch, train_errors = 0, []
+        else:
+            state = _State(np.array(self.coef_, dtype=np.float64), np.array(self.intercept_, dtype=np.float64).reshape(k),
+                           int(self.n_iter_))
+            epoch, train_errors = int(self.n_epochs_), list(self.train_errors_)
+        state, _ = runner.epoch(state, epoch, self.mode)
+        self.n_passes_ += 1
+        if not np.all(np.isfinite(state.coef)):
+            raise FloatingPointError(f"SGD diverged in partial_fit (step_size={self.step_size_:.3g}); give a smaller step_size")
+        train_errors.append(state.loss_sum / state.loss_count if state.loss_count else np.nan)
+        self.coef_ = state.coef
+        self.intercept_ = state.intercept
+        self.n_epochs_ = epoch + 1
+        self.best_epoch_ = self.n_epochs_
+        self.n_iter_ = int(state.n_iter)
+        self.validation_errors_ = np.zeros(0)
+        self.train_errors_ = np.asarray(train_errors, dtype=np.float64)
+
     def _fit_sgd(self, X: Any, Y: Any, *, task: str, classes: Any = None) -> None:
         n = X.shape[0]
         if not is_dask(Y):
@@ -222,21 +297,7 @@ class _BaseSGD(RandomFeatureModel):
         kernel = self.kernel_
         m = kernel.n_components
         self.step_size_ = self._resolve_step(X, np.random.default_rng([shuffle_seed, 1]))
-        opts = get_options()
-        b = int(self.batch_size)
-        tile_rows = max(opts.min_tile_rows, opts.tile_bytes // (m * kernel.dtype.itemsize))
-        tile_rows = max(b, tile_rows // b * b)  # whole mini-batches per tile
-        cfg = _Config(
-            loss=self.loss,
-            step=self.step_size_,
-            batch_size=b,
-            fit_intercept=bool(self.fit_intercept),
-            shuffle=bool(self.shuffle),
-            seed=shuffle_seed,
-            fraction=fraction,
-            tile_rows=tile_rows,
-            blas_threads=opts.blas_threads if is_dask(X) else None,
-        )
+        cfg = self._config(X, shuffle_seed, fraction)
         data = _Data(X, Y, mask, fraction)
         has_val = validation is not None
         runner = _Runner(data, kernel, cfg, has_val)
@@ -487,6 +548,43 @@ class RandomFeatureSGDRegressor(TargetScaleMixin, RegressorMixin, _BaseSGD):
         self._fit_sgd(X, y.reshape(X.shape[0], -1) if not is_dask(y) else y, task="regression")
         return self
 
+    def partial_fit(self, X: np.ndarray | da.Array, y: np.ndarray | da.Array) -> RandomFeatureSGDRegressor:
+        """One SGD pass over a batch, continuing from the current iterate.
+
+        The first call on an unfitted estimator fixes the features (a numeric
+        bandwidth or an already fitted map; a ``"median"`` bandwidth or an
+        unfitted selector is a ``ValueError``), the step and the intercept's
+        start (the batch's target mean). Each call is one pass over its rows
+        in a shuffled order keyed by the call count; there are no validation
+        rows and no early stopping (``validation`` and ``max_passes`` are not
+        used). After ``fit`` or :func:`dxrf.load` it continues from the
+        fitted iterate. Works with ``dask_ml.wrappers.Incremental``.
+
+        Parameters
+        ----------
+        X : array-like or dask array of shape (n_samples, n_features)
+        y : array-like or dask array of shape (n_samples,) or (n_samples, k)
+
+        Returns
+        -------
+        self
+        """
+        self._check_partial_params()
+        first = not hasattr(self, "coef_")
+        if first:
+            self.y_scale_ = scale_of(y)
+            X, y = self._validate_Xy(X, y, y_numeric=True, multi_output=True)
+        else:
+            X = self._validate_X(X, reset=False)
+            y = y if is_dask(y) else np.asarray(y)
+            if y.shape[0] != X.shape[0]:
+                raise ValueError(f"y has {y.shape[0]} rows but X has {X.shape[0]}")
+        if is_dask(y):
+            y = y.astype(np.float64)
+            y = y[:, None] if y.ndim == 1 else y
+        self._partial_sgd(X, y, first)
+        return self
+
     def predict(self, X: np.ndarray | da.Array) -> np.ndarray | da.Array:
         """Predict ``z(X) v + beta``.
 
@@ -579,6 +677,48 @@ class RandomFeatureSGDClassifier(ClassifierMixin, _BaseSGD):
         self._check_params()
         X, Y = self._class_targets(X, y)
         self._fit_sgd(X, Y, task="classification", classes=self.classes_)
+        return self
+
+    def partial_fit(self, X: np.ndarray | da.Array, y: np.ndarray | da.Array, classes: object = None) -> RandomFeatureSGDClassifier:
+        """One one-vs-rest SGD pass over a batch, continuing from the current iterate.
+
+        As :meth:`RandomFeatureSGDRegressor.partial_fit`; the first call on an
+        unfitted estimator also needs ``classes``, every label that will ever
+        appear (scikit-learn's convention).
+
+        Parameters
+        ----------
+        X : array-like or dask array of shape (n_samples, n_features)
+        y : array-like or dask array of shape (n_samples,)
+        classes : array-like, optional
+            Every class label; required at the first call.
+
+        Returns
+        -------
+        self
+        """
+        from .._labels import class_labels, encode_classes
+
+        self._check_partial_params()
+        first = not hasattr(self, "coef_")
+        if first:
+            if classes is None:
+                raise ValueError("classes must be passed at the first call to partial_fit: every class label, e.g. classes=np.unique(y_all)")
+            classes_ = class_labels(np.asarray(classes).reshape(-1), type(self).__name__)
+        else:
+            classes_ = self.classes_
+            if classes is not None and not np.array_equal(np.unique(np.asarray(classes)), classes_):
+                raise ValueError(f"classes={classes!r} is not the classes_ of the first call: {classes_!r}")
+        X = self._validate_X(X, reset=first)
+        y = y if is_dask(y) else np.asarray(y)
+        if y.ndim != 1 or y.shape[0] != X.shape[0]:
+            raise ValueError(f"y must be 1-d class labels with one per row of X ({X.shape[0]}), got shape {y.shape}")
+        labels = np.asarray(da.unique(y).compute()) if is_dask(y) else np.unique(y)
+        unknown = np.setdiff1d(labels, classes_)
+        if unknown.size:
+            raise ValueError(f"y holds labels {unknown.tolist()!r} that are not in classes {classes_.tolist()!r}")
+        self.classes_ = classes_
+        self._partial_sgd(X, encode_classes(y, classes_), first)
         return self
 
     def decision_function(self, X: np.ndarray | da.Array) -> np.ndarray | da.Array:
