@@ -145,6 +145,14 @@ class _SearchCV:
 
     _task = "regression"
 
+    @property
+    def partial_fit(self):  # noqa: D401 - hides the inherited method (hasattr is False)
+        """Not available: the search chooses its parameters from every row at once."""
+        raise AttributeError(
+            f"{type(self).__name__} has no partial_fit: its search needs all the rows; give the chosen "
+            "parameters to RandomFeatureRidge or RandomFeatureClassifier and use their partial_fit"
+        )
+
     def _candidate_map(self, n_candidates: int, bandwidth: float, seed: int) -> RandomFourierFeatures:
         return RandomFourierFeatures(
             n_candidates, kernel=self.kernel, bandwidth=bandwidth, sampling=self.sampling,
