@@ -153,7 +153,7 @@ def test_partial_fit_bad_input(data, name, make, kw, exc, match):
             est.partial_fit(X[:50], labels[:50], **({"classes": kw["classes"]} if "classes" in kw else {}))
         else:
             est.partial_fit(X[:50], y[:50])
-    assert not hasattr(est, "stats_") and not hasattr(est, "coef_")
+    assert not hasattr(est, "stats_") and not hasattr(est, "coef_") and not hasattr(est, "classes_")
 
 
 def test_later_calls_must_match_the_first(data):

@@ -192,18 +192,21 @@ class RandomFeatureClassifier(PartialFitMixin, _RidgeSolveMixin, ClassifierMixin
         if first:
             if classes is None:
                 raise ValueError("classes must be passed at the first call to partial_fit: every class label, e.g. classes=np.unique(y_all)")
-            self.classes_ = class_labels(np.asarray(classes).reshape(-1), type(self).__name__)
-        elif classes is not None and not np.array_equal(np.unique(np.asarray(classes)), self.classes_):
-            raise ValueError(f"classes={classes!r} is not the classes_ of the first partial_fit call: {self.classes_!r}")
+            known = class_labels(np.asarray(classes).reshape(-1), type(self).__name__)
+        else:
+            known = self.classes_
+            if classes is not None and not np.array_equal(np.unique(np.asarray(classes)), known):
+                raise ValueError(f"classes={classes!r} is not the classes_ of the first partial_fit call: {known!r}")
         X = self._partial_X(X, first)
         y = self._partial_y(y, X.shape[0])
         if y.ndim != 1:
             raise ValueError(f"y must be 1-d class labels, got shape {y.shape}")
         labels = np.asarray(da.unique(y).compute()) if is_dask(y) else np.unique(y)
-        unknown = np.setdiff1d(labels, self.classes_)
+        unknown = np.setdiff1d(labels, known)
         if unknown.size:
-            raise ValueError(f"y holds labels {unknown.tolist()!r} that are not in classes {self.classes_.tolist()!r}")
-        coef = self._partial_update(X, encode_classes(y, self.classes_), first)
+            raise ValueError(f"y holds labels {unknown.tolist()!r} that are not in classes {known.tolist()!r}")
+        self.classes_ = known
+        coef = self._partial_update(X, encode_classes(y, known), first)
         self.coef_ = coef.T
         self.intercept_ = self._intercept
         self.n_iter_ = 1
