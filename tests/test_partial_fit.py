@@ -130,9 +130,6 @@ def test_dask_ml_incremental_equals_fit(data):
 
 
 BAD = [
-    ("median", lambda: RandomFeatureRidge(RandomFourierFeatures(10, bandwidth="median")), {},
-     ValueError, "bandwidth='median'.*numeric bandwidth"),
-    ("default-features", lambda: RandomFeatureRidge(), {}, ValueError, "bandwidth='median'"),
     ("unfitted-selector", lambda: RandomFeatureRidge(LeverageScoreSampler(5, base=rff(50))), {},
      ValueError, "LeverageScoreSampler chooses its features.*fit it first"),
     ("alphas", lambda: RandomFeatureRidge(rff(), alphas=[1e-3, 1e-2]), {}, ValueError, "alphas"),
@@ -142,6 +139,17 @@ BAD = [
     ("unknown-label", lambda: RandomFeatureClassifier(rff()), {"clf": True, "classes": ["a", "b"]},
      ValueError, r"labels \['c'\] that are not in classes"),
 ]
+
+
+def test_a_median_bandwidth_is_the_first_batchs(data):
+    """The default features' median bandwidth is fixed from the first batch's rows, then kept."""
+    X, y, _ = data
+    m = RandomFeatureRidge(random_state=0).partial_fit(X[:100], y[:100])
+    first = RandomFourierFeatures(100, bandwidth="median", random_state=m.features_.random_state).fit(X[:100])
+    assert m.features_.bandwidth_ == first.bandwidth_
+    kernel = m.kernel_
+    m.partial_fit(X[100:200], y[100:200])
+    assert m.kernel_ is kernel and m.stats_.n == 200
 
 
 @pytest.mark.parametrize("name,make,kw,exc,match", BAD, ids=[b[0] for b in BAD])

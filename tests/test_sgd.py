@@ -327,11 +327,6 @@ def test_classifier_accepts_dask_and_predicts_lazily(classification):
         RandomFeatureSGDRegressor(RandomFourierFeatures(100, bandwidth=3.0, random_state=0)),
         RandomFeatureSGDClassifier(RandomFourierFeatures(100, bandwidth=3.0, random_state=0)),
     ],
-    # the default features estimate a median bandwidth, which a first partial_fit refuses by design
-    expected_failed_checks=lambda est: {} if est.features is not None else {
-        name: "partial_fit refuses bandwidth='median'"
-        for name in ("check_n_features_in_after_fitting", "check_estimators_partial_fit_n_features")
-    },
 )
 def test_sklearn_compatible(estimator, check):
     check(estimator)

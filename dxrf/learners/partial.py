@@ -24,18 +24,11 @@ __all__ = ["PartialFitMixin", "partial_features"]
 
 
 def _data_dependent(features: object) -> str | None:
-    """Why an unfitted feature map needs a pass over the data to be fitted, or None."""
+    """Why an unfitted feature map cannot be fixed from one batch, or None."""
     if is_selector(features):
         return (
             f"{type(features).__name__} chooses its features from statistics of all the data; "
             "fit it first (e.g. on a sample) and pass the fitted selector, or use fit"
-        )
-    bandwidth = features.get_params(deep=False).get("bandwidth")
-    if isinstance(bandwidth, str):
-        return (
-            f"bandwidth={bandwidth!r} is estimated from the data, but partial_fit fixes the features at its "
-            "first call; pass a numeric bandwidth (e.g. RandomFourierFeatures(n_components, bandwidth=1.0)) "
-            "or an already fitted feature map"
         )
     return None
 
@@ -45,29 +38,25 @@ def partial_features(est: object, X: np.ndarray | da.Array) -> FeatureKernel:
 
     A fitted map or selector (one with a ``kernel_``) is used as it is (a
     copy); an unfitted map is cloned, seeded like ``fit`` does, and fitted on
-    the batch's shape, which is refused for a data-dependent map (a
-    ``"median"`` bandwidth, a selector) with a ``ValueError`` saying what to pass.
+    this first batch: a ``"median"`` bandwidth (the default features') is the
+    median heuristic of the first batch's rows, and stays fixed afterwards.
+    An unfitted selector is refused with a ``ValueError`` saying what to pass.
     """
     features = est.features
-    if features is None:
-        raise ValueError(
-            "partial_fit needs features whose parameters do not depend on the data, but the default "
-            "features estimate bandwidth='median'; pass e.g. features=RandomFourierFeatures(n_components, bandwidth=1.0)"
-        )
-    if isinstance(getattr(features, "kernel_", None), FeatureKernel):
+    if features is not None and isinstance(getattr(features, "kernel_", None), FeatureKernel):
         fitted = copy.deepcopy(features)
         if fitted.kernel_.n_features_in != X.shape[1]:
             raise ValueError(
                 f"X has {X.shape[1]} features but the fitted features expect {fitted.kernel_.n_features_in}"
             )
     else:
-        if not hasattr(features, "get_params"):
-            est._make_features()  # raises the usual TypeError for a non-map
+        if features is None or not hasattr(features, "get_params"):
+            features = est._make_features()  # the default map, or the usual TypeError for a non-map
         why = _data_dependent(features)
         if why is not None:
             raise ValueError(f"partial_fit cannot fix these features at its first call: {why}")
         fitted = est._make_features()
-        fitted.fit(X)  # a data-independent map uses only the number of columns
+        fitted.fit(X)  # the batch's number of columns, and its rows for a median bandwidth
         if not isinstance(getattr(fitted, "kernel_", None), FeatureKernel):
             raise TypeError(f"features must be a dxrf feature map with a fitted kernel_, got {type(fitted).__name__}")
     est.features_ = fitted
