@@ -164,8 +164,8 @@ class RandomFeatureClassifier(PartialFitMixin, _RidgeSolveMixin, ClassifierMixin
         """Add a batch of rows and solve again (``loss="squared"`` only).
 
         As :meth:`RandomFeatureRidge.partial_fit` on the +-1 class columns:
-        the first call fixes the features (a numeric bandwidth or a fitted
-        map) and needs ``classes``, all the labels that will ever appear
+        the first call fixes the features (a map is fitted on this batch, a
+        fitted map or selector is used as it is) and needs ``classes``, all the labels that will ever appear
         (scikit-learn's convention; later calls may repeat it). Each call
         adds its rows' statistics to ``stats_`` and solves with ``alpha``.
         After a ``fit`` it keeps the fitted features and classes and starts

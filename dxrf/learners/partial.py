@@ -1,8 +1,9 @@
 """Incremental fitting (``partial_fit``): features fixed at the first call, statistics that add up.
 
-The first call fixes the random features from the batch's shape alone, so
-they must not depend on the data: a numeric bandwidth, or a feature map (or
-selector) that is already fitted. Each call then adds its rows' statistics
+The first call fixes the random features: an unfitted map is fitted on that
+first batch (a ``"median"`` bandwidth from its rows), a fitted map or
+selector is used as it is, and an unfitted selector is refused (it chooses
+from statistics of all the data). Each call then adds its rows' statistics
 to the running ``stats_`` (:class:`~dxrf.stats.FeatureStats` is a monoid)
 and the solution is solved again from them: after any sequence of calls the
 model equals a ``fit`` on all the rows seen, up to rounding.

@@ -189,10 +189,10 @@ class RandomFeatureRidge(PartialFitMixin, _RidgeSolveMixin, TargetScaleMixin, Re
     def partial_fit(self, X: np.ndarray | da.Array, y: np.ndarray | da.Array) -> RandomFeatureRidge:
         """Add a batch of rows and solve again from the running statistics.
 
-        The first call fixes the features: ``features`` must be a feature map
-        with a numeric bandwidth, or an already fitted map or selector (a
-        ``"median"`` bandwidth or an unfitted selector would need a pass over
-        all the data: ``ValueError``). Each call makes one pass over its batch
+        The first call fixes the features: an unfitted map is fitted on this
+        batch (a ``"median"`` bandwidth, the default, from its rows), a fitted
+        map or selector is used as it is, and an unfitted selector is refused
+        with a ``ValueError`` (it would need a pass over all the data). Each call makes one pass over its batch
         and adds its statistics to ``stats_``; the coefficients are solved
         with ``alpha`` (there is no validation split: ``validation`` is not
         used, and ``alphas`` is refused unless a ``fit`` already chose

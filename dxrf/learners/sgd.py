@@ -551,9 +551,9 @@ class RandomFeatureSGDRegressor(TargetScaleMixin, RegressorMixin, _BaseSGD):
     def partial_fit(self, X: np.ndarray | da.Array, y: np.ndarray | da.Array) -> RandomFeatureSGDRegressor:
         """One SGD pass over a batch, continuing from the current iterate.
 
-        The first call on an unfitted estimator fixes the features (a numeric
-        bandwidth or an already fitted map; a ``"median"`` bandwidth or an
-        unfitted selector is a ``ValueError``), the step and the intercept's
+        The first call on an unfitted estimator fixes the features (a map is
+        fitted on this batch, a ``"median"`` bandwidth from its rows; a fitted
+        map is used as it is; an unfitted selector is a ``ValueError``), the step and the intercept's
         start (the batch's target mean). Each call is one pass over its rows
         in a shuffled order keyed by the call count; there are no validation
         rows and no early stopping (``validation`` and ``max_passes`` are not
