@@ -8,10 +8,10 @@ from scipy.special import expit
 from sklearn.base import ClassifierMixin
 from sklearn.utils.metaestimators import available_if
 
-from .._labels import class_labels, encode_classes
+from .._labels import encode_classes
 from .._validation import check_choice, is_dask
 from ._base import RandomFeatureModel, is_selector, linear_predict
-from .partial import PartialFitMixin
+from .partial import PartialFitMixin, partial_classes
 from .ridge import _RidgeSolveMixin, check_alphas
 
 __all__ = ["RandomFeatureClassifier", "LOSSES", "encode_classes"]
@@ -189,14 +189,7 @@ class RandomFeatureClassifier(PartialFitMixin, _RidgeSolveMixin, ClassifierMixin
         first = not self._partial_started()
         if first and classes is None and self._after_fit():
             classes = self.classes_  # partial_fit after fit keeps its classes
-        if first:
-            if classes is None:
-                raise ValueError("classes must be passed at the first call to partial_fit: every class label, e.g. classes=np.unique(y_all)")
-            known = class_labels(np.asarray(classes).reshape(-1), type(self).__name__)
-        else:
-            known = self.classes_
-            if classes is not None and not np.array_equal(np.unique(np.asarray(classes)), known):
-                raise ValueError(f"classes={classes!r} is not the classes_ of the first partial_fit call: {known!r}")
+        known = partial_classes(self, classes, first)
         X = self._partial_X(X, first)
         y = self._partial_y(y, X.shape[0])
         if y.ndim != 1:

@@ -66,6 +66,22 @@ def partial_features(est: object, X: np.ndarray | da.Array) -> FeatureKernel:
     return fitted.kernel_
 
 
+def partial_classes(est: object, classes: object, first: bool) -> np.ndarray:
+    """The class labels of a ``partial_fit`` call: given at the first call, the same (or omitted) later."""
+    from .._labels import class_labels
+
+    if first:
+        if classes is None:
+            raise ValueError(
+                "classes must be passed at the first call to partial_fit: every class label, e.g. classes=np.unique(y_all)"
+            )
+        return class_labels(np.asarray(classes).reshape(-1), type(est).__name__)
+    known = est.classes_
+    if classes is not None and not np.array_equal(np.unique(np.asarray(classes)), known):
+        raise ValueError(f"classes={classes!r} is not the classes_ of the first partial_fit call: {known!r}")
+    return known
+
+
 class PartialFitMixin:
     """``partial_fit`` of the Gram-based learners: running statistics, a solve after each call.
 

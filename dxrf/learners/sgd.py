@@ -697,18 +697,12 @@ class RandomFeatureSGDClassifier(ClassifierMixin, _BaseSGD):
         -------
         self
         """
-        from .._labels import class_labels, encode_classes
+        from .._labels import encode_classes
+        from .partial import partial_classes
 
         self._check_partial_params()
         first = not hasattr(self, "coef_")
-        if first:
-            if classes is None:
-                raise ValueError("classes must be passed at the first call to partial_fit: every class label, e.g. classes=np.unique(y_all)")
-            classes_ = class_labels(np.asarray(classes).reshape(-1), type(self).__name__)
-        else:
-            classes_ = self.classes_
-            if classes is not None and not np.array_equal(np.unique(np.asarray(classes)), classes_):
-                raise ValueError(f"classes={classes!r} is not the classes_ of the first call: {classes_!r}")
+        classes_ = partial_classes(self, classes, first)
         X = self._validate_X(X, reset=first)
         y = y if is_dask(y) else np.asarray(y)
         if y.ndim != 1 or y.shape[0] != X.shape[0]:
