@@ -11,7 +11,7 @@ from sklearn.utils.metaestimators import available_if
 from .._labels import encode_classes
 from .._validation import check_choice, is_dask
 from ._base import RandomFeatureModel, is_selector, linear_predict
-from .partial import PartialFitMixin, partial_classes
+from .partial import PartialFitMixin, check_batch_labels, partial_classes
 from .ridge import _RidgeSolveMixin, check_alphas
 
 __all__ = ["RandomFeatureClassifier", "LOSSES", "encode_classes"]
@@ -194,10 +194,7 @@ class RandomFeatureClassifier(PartialFitMixin, _RidgeSolveMixin, ClassifierMixin
         y = self._partial_y(y, X.shape[0])
         if y.ndim != 1:
             raise ValueError(f"y must be 1-d class labels, got shape {y.shape}")
-        labels = np.asarray(da.unique(y).compute()) if is_dask(y) else np.unique(y)
-        unknown = np.setdiff1d(labels, known)
-        if unknown.size:
-            raise ValueError(f"y holds labels {unknown.tolist()!r} that are not in classes {known.tolist()!r}")
+        check_batch_labels(y, known)
         self.classes_ = known
         coef = self._partial_update(X, encode_classes(y, known), first)
         self.coef_ = coef.T

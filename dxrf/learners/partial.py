@@ -82,6 +82,14 @@ def partial_classes(est: object, classes: object, first: bool) -> np.ndarray:
     return known
 
 
+def check_batch_labels(y: np.ndarray | da.Array, known: np.ndarray) -> None:
+    """Every label of a batch must be among the classes fixed at the first call."""
+    labels = np.asarray(da.unique(y).compute()) if is_dask(y) else np.unique(y)
+    unknown = np.setdiff1d(labels, known)
+    if unknown.size:
+        raise ValueError(f"y holds labels {unknown.tolist()!r} that are not in classes {known.tolist()!r}")
+
+
 class PartialFitMixin:
     """``partial_fit`` of the Gram-based learners: running statistics, a solve after each call.
 

@@ -698,7 +698,7 @@ class RandomFeatureSGDClassifier(ClassifierMixin, _BaseSGD):
         self
         """
         from .._labels import encode_classes
-        from .partial import partial_classes
+        from .partial import check_batch_labels, partial_classes
 
         self._check_partial_params()
         first = not hasattr(self, "coef_")
@@ -707,10 +707,7 @@ class RandomFeatureSGDClassifier(ClassifierMixin, _BaseSGD):
         y = y if is_dask(y) else np.asarray(y)
         if y.ndim != 1 or y.shape[0] != X.shape[0]:
             raise ValueError(f"y must be 1-d class labels with one per row of X ({X.shape[0]}), got shape {y.shape}")
-        labels = np.asarray(da.unique(y).compute()) if is_dask(y) else np.unique(y)
-        unknown = np.setdiff1d(labels, classes_)
-        if unknown.size:
-            raise ValueError(f"y holds labels {unknown.tolist()!r} that are not in classes {classes_.tolist()!r}")
+        check_batch_labels(y, classes_)
         self.classes_ = classes_
         self._partial_sgd(X, encode_classes(y, classes_), first)
         return self
