@@ -432,8 +432,7 @@ def _derive(f: DataFile, name: str, url: str, dest: Path) -> None:
         if f.source_sha256 is not None and (digest != f.source_sha256 or got != f.source_size):
             raise DataFetchError(
                 f"data set {name!r}: {thing} from {url} does not verify: expected {f.source_size} bytes with sha256 "
-                f"{f.source_sha256}, "
-                f"got {got} bytes with sha256 {digest}; nothing was kept; {hint}"
+                f"{f.source_sha256}, got {got} bytes with sha256 {digest}; nothing was kept; {hint}"
             )
         try:
             data_recipes.derive(f.recipe, src_tmp, tmp)
@@ -455,7 +454,7 @@ def _derive(f: DataFile, name: str, url: str, dest: Path) -> None:
 
 @dataclasses.dataclass(frozen=True)
 class FetchResult:
-    """What :func:`fetch` did with one file: ``"present"`` (verified, left as is), ``"downloaded"`` or ``"derived"``."""
+    """What :func:`fetch` did with one file: ``"present"`` (verified, left as is), ``"downloaded"``, ``"derived"``."""
 
     name: str
     file: DataFile

@@ -22,6 +22,7 @@ import io
 import re
 import tarfile
 import zipfile
+import zlib
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
@@ -220,7 +221,11 @@ def _tar_parquet_csv(source: Path, dest: Path, p: Mapping[str, Any]) -> None:
     with _GzipOut(dest) as out:
         out.write((",".join(names) + "\n").encode())
         for i in range(pf.num_row_groups):
-            out.write(_csv_rows(pf.read_row_group(i)))
+            try:
+                table = pf.read_row_group(i)
+            except (pa.ArrowException, OSError) as exc:
+                raise RecipeError(f"{p['tar_member']}: row group {i} cannot be read ({exc})") from exc
+            out.write(_csv_rows(table))
 
 
 def _csv_rows(table: Any) -> bytes:
@@ -350,5 +355,5 @@ def derive(recipe: Mapping[str, Any], source: Path, dest: Path) -> None:
         raise RecipeError(f"unknown recipe kind {kind!r}; known: {', '.join(RECIPES)}")
     try:
         RECIPES[kind](source, dest, recipe)
-    except (EOFError, gzip.BadGzipFile, zipfile.BadZipFile, tarfile.TarError) as exc:
+    except (EOFError, zlib.error, gzip.BadGzipFile, zipfile.BadZipFile, tarfile.TarError) as exc:
         raise RecipeError(f"the source is damaged ({type(exc).__name__}: {exc})") from exc

