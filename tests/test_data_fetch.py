@@ -30,7 +30,7 @@ from dxrf import data_cache, datasets
 from dxrf.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
-ENV_VARS = ("DXRF_DATA_DIR", "DXRF_DATA_MIRROR", "DXRF_DATA_DISCOVER", "XDG_CACHE_HOME")
+ENV_VARS = ("DXRF_DATA_DIR", "DXRF_DATA_MIRROR", "DXRF_DATA_DISCOVER", "XDG_CACHE_HOME", "DXRF_DATA_SOURCE_MIRROR")
 
 
 @pytest.fixture(autouse=True)
@@ -163,9 +163,9 @@ def test_lookup_order(shared_data, tmp_path, monkeypatch):
         # exact source: the public URL at the pinned commit
         ("protein", None, "to download it from https://raw.githubusercontent.com/treforevans/uci_datasets/"
                           "f0737523712fe66a1640e4b980b927e8490b58eb/uci_datasets/protein/data.csv.gz"),
-        # derived file: only a mirror has these bytes
-        ("adult", None, "with DXRF_DATA_MIRROR set to a copy laid out as shared/data (its source, "
-                        "https://raw.githubusercontent.com/advaithca/"),
+        # derived file: its source, and the recipe
+        ("adult", None, "to download its source from https://raw.githubusercontent.com/advaithca/lessThanGreaterThan50k/"
+                        "e91f4a9036bba2042c17da9d8e75b22cea4d9b7c/adult.data and derive it"),
         ("adult", "http://127.0.0.1:9/m/", "to download it from http://127.0.0.1:9/m/adult/adult.data.gz"),
         ("mnist", "ftp://x", "`dxrf data fetch mnist` downloads it, but DXRF_DATA_MIRROR='ftp://x' must be"),
     ],
@@ -230,7 +230,7 @@ def test_fetch_verifies_and_the_loaders_use_the_cache(mirror, shared_data, tmp_p
     rc, out, _ = _cli(capsys, "list")
     assert rc == 0
     rows = {ln.split()[0]: ln.split() for ln in out.splitlines()[4:-1]}
-    assert rows["adult"][1:5] == ["2", "614847", "mirror", "present"] and rows["adult"][5] == str(cache)
+    assert rows["adult"][1:5] == ["2", "614847", "derived", "present"] and rows["adult"][5] == str(cache)
     assert rows["parkinsons"][3:5] == ["exact", "present"]
     assert rows["protein"][4:6] == ["missing", "-"]
 
@@ -319,23 +319,23 @@ def test_cut_connection_gives_one_error_and_leaves_nothing(tmp_path, monkeypatch
     ("args", "mirror", "message"),
     [
         (["fetch", "iris"], None, "unknown data set 'iris'; known: adult, "),
-        (["fetch", "adult"], None, "data set 'adult': the stored files are derived from their sources"),
-        (["fetch", "all"], None, "data sets adult, epileptic_seizure, mnist, nycflights13, flights_3m: "),
         # checked before any download: parkinsons (fetchable from its source) is not attempted
         (["fetch", "parkinsons", "iris"], None, "unknown data set 'iris'; known: adult, "),
-        (["fetch", "parkinsons", "mnist"], None, "data set 'mnist': the stored files are derived from"),
         (["fetch", "adult"], "ftp://example.org/data", "DXRF_DATA_MIRROR='ftp://example.org/data' must be"),
+        (["fetch", "parkinsons", "adult"], "source:ftp://example.org/src", "DXRF_DATA_SOURCE_MIRROR='ftp://example.org/src'"),
     ],
 )
 def test_fetch_refusals(args, mirror, message, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("DXRF_DATA_DIR", str(tmp_path / "cache"))
-    if mirror:
+    # never the internet: sources from a port nothing listens on
+    monkeypatch.setenv("DXRF_DATA_SOURCE_MIRROR", f"http://127.0.0.1:{_free_port()}")
+    if mirror and mirror.startswith("source:"):
+        monkeypatch.setenv("DXRF_DATA_SOURCE_MIRROR", mirror.removeprefix("source:"))
+    elif mirror:
         monkeypatch.setenv("DXRF_DATA_MIRROR", mirror)
     rc, out, err = _cli(capsys, *args)
     assert rc == 2 and out == "" and err.count("\n") == 1
     assert err.startswith("dxrf: error: " + message)
-    if "derived" in message or "data sets" in message:
-        assert "set DXRF_DATA_MIRROR to a copy laid out as shared/data" in err and "nothing was downloaded" in err
     assert _files_under(tmp_path / "cache") == []
 
 
