@@ -185,6 +185,40 @@ def test_load_without_data_fails_in_one_line(name, mirror, expected, tmp_path, m
     assert not (tmp_path / "dxrf").exists()  # loading never downloads
 
 
+def test_load_with_download_fetches_what_is_missing(mirror, shared_data, tmp_path, monkeypatch, capsys):
+    # what the workflows do: a missing set is fetched into the cache (here from the mirror), then read
+    monkeypatch.setenv("DXRF_DATA_DISCOVER", "0")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("DXRF_DATA_MIRROR", mirror)
+    got = datasets.load("parkinsons", download=True)
+    cache = tmp_path / "dxrf" / "data"
+    want = sorted(cache / f.path for f in data_cache.files() if "parkinsons" in f.datasets)
+    assert _files_under(cache) == want
+    err = capsys.readouterr().err
+    assert err.count("\n") == len(want) * 2 and all(ln.startswith("data: parkinsons: ") for ln in err.splitlines())
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("DXRF_DATA_DISCOVER")
+        mp.delenv("XDG_CACHE_HOME")
+        ref = datasets.load("parkinsons")  # from shared/data
+    np.testing.assert_array_equal(got.X_train, ref.X_train)
+    # present now: nothing is fetched again, nothing printed
+    datasets.load("parkinsons", download=True)
+    assert capsys.readouterr().err == ""
+
+
+def test_load_with_download_and_no_network_fails_in_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("DXRF_DATA_DISCOVER", "0")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    dead = f"http://127.0.0.1:{_free_port()}"
+    monkeypatch.setenv("DXRF_DATA_SOURCE_MIRROR", dead)
+    with pytest.raises(data_cache.DataFetchError) as info:
+        datasets.load("adult", download=True)
+    msg = str(info.value)
+    assert "\n" not in msg and msg.startswith("data set 'adult': downloading ")
+    assert f"from {dead}/raw.githubusercontent.com/" in msg and "`dxrf data fetch adult`" in msg
+    assert not _files_under(tmp_path / "dxrf")
+
+
 # -- fetching over HTTP ---------------------------------------------------------------------------
 
 
@@ -387,9 +421,13 @@ def test_clean_clone_fetches_all_then_runs_the_readme_command(mirror, tmp_path):
     command = readme.split("```bash\n", 1)[1].split("\n```", 1)[0]
     reproduce = command.split("&& dxrf ", 1)[1].split()  # the part after the install
     assert reproduce[:3] == ["reproduce", "fig2-error-vs-m", "--quick"]
-    before = dxrf(*reproduce)
-    assert before.returncode == 2 and before.stderr.count("\n") == 1
-    assert "`dxrf data fetch " in before.stderr and "is not in " + str(tmp_path / "xdg") in before.stderr
+    # no data and no network (the sources rebased onto a closed port): one line naming the set, the URL, the fix
+    dead = f"http://127.0.0.1:{_free_port()}"
+    before = dxrf(*reproduce, DXRF_DATA_SOURCE_MIRROR=dead)
+    assert before.returncode == 2 and before.stderr.count("\n") == 1, before.stderr
+    assert before.stderr.startswith("dxrf: error: data set 'protein': downloading ")
+    assert f"from {dead}/" in before.stderr and "`dxrf data fetch protein`" in before.stderr
+    assert not _files_under(tmp_path / "xdg" / "dxrf" / "data")
     fetched = dxrf("data", "fetch", "all", DXRF_DATA_MIRROR=mirror)
     assert fetched.returncode == 0, fetched.stderr
     cache = tmp_path / "xdg" / "dxrf" / "data"
