@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -44,10 +45,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sigma", type=float, default=DEFAULT_SIGMA, help="gaussian bandwidth on standardised inputs")
     parser.add_argument("--alpha", type=float, default=DEFAULT_ALPHA, help="ridge penalty on the (1/N) loss")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--blas-threads", type=int, default=None,
+                        help="BLAS threads of both libraries' processes (default: BLAS's own choice); 1 is the "
+                             "fair setting on a machine shared with other jobs, where waiting BLAS threads spin")
     parser.add_argument("--skip-memory", action="store_true", help="only the in-memory comparison (n1)")
     parser.add_argument("--skip-sklearn", action="store_true", help="only the out-of-core runs (n2)")
     parser.add_argument("--n-rows", type=float, nargs="+", default=[2.5e5, 1e6], help="rows of the out-of-core runs")
-    parser.add_argument("--ooc-m", type=int, default=2000, help="landmarks of the out-of-core runs (default 2000)")
+    parser.add_argument("--ooc-m", type=int, default=1000, help="landmarks of the out-of-core runs (default 1000)")
     parser.add_argument("--n-features", type=int, default=9, help="input columns of the out-of-core rows")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--worker-memory", default="1.5GiB", help="memory limit of each worker (default 1.5GiB)")
@@ -92,8 +96,12 @@ print(json.dumps({"fit_s": fit_s, "test_mse": float(np.mean((pred - yte) ** 2)),
 """
 
 
-def _run(code: str) -> dict:
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+def _run(code: str, blas_threads: int | None = None) -> dict:
+    env = dict(os.environ)
+    if blas_threads is not None:
+        for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            env[var] = str(blas_threads)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, env=env)
     if proc.returncode != 0:
         raise RuntimeError(f"benchmark subprocess failed:\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -107,7 +115,7 @@ def _in_memory(args: argparse.Namespace) -> tuple[dict, list]:
         runs: dict = {"sklearn": [], "dxrf": []}
         for r in range(args.repeats):
             for who, body in (("sklearn", _SKLEARN), ("dxrf", _DXRF)):
-                out = _run(prelude + textwrap.dedent(body))
+                out = _run(prelude + textwrap.dedent(body), args.blas_threads)
                 runs[who].append(out)
                 print(f"  (n1) M={m} repeat {r}: {who:7s} {out['fit_s']:.2f} s, test MSE {out['test_mse']:.5f}, "
                       f"peak {out['peak'] / 2**30:.2f} GiB (base {out['base'] / 2**30:.2f})", flush=True)
@@ -194,8 +202,9 @@ def run(args: argparse.Namespace) -> dict:
         results["in_memory"], rows = _in_memory(args)
         md += table(["M", "test MSE sklearn / dxrf (ratio)", "seconds sklearn / dxrf (ratio)",
                      "peak MiB sklearn / dxrf (ratio)", "peak above base MiB sklearn / dxrf (ratio)"], rows)
+        threads = "BLAS's default threads" if args.blas_threads is None else f"{args.blas_threads} BLAS thread(s)"
         md += (f"\n\nprotein split 0, standardised, gaussian sigma = {args.sigma}, alpha = {args.alpha} (sklearn alpha "
-               f"= alpha N), the same landmarks; median of {args.repeats} runs, each in a fresh process.\n\n")
+               f"= alpha N), the same landmarks; median of {args.repeats} runs, each in a fresh process, {threads}.\n\n")
     if not args.skip_memory:
         results["out_of_core"], rows = _out_of_core(args)
         md += table(["N", "M", "fit s", "passes", "max worker peak MiB", "above rest MiB", "worker limit MiB"], rows)
