@@ -13,10 +13,13 @@ from __future__ import annotations
 import numpy as np
 
 from .._buffers import thread_buffer
-from .._device import array_module
+from .._device import array_module, to_host
 from ..engine import Pass, Rows, check_block, row_uniforms
 
-__all__ = ["LANDMARK_KERNELS", "landmark_block", "inverse_sqrt", "eigen_floor", "race_pass", "RaceConfig"]
+__all__ = [
+    "LANDMARK_KERNELS", "landmark_block", "inverse_sqrt", "eigen_floor", "race_pass", "RaceConfig", "row_weights",
+    "leverage_transform",
+]
 
 #: shift-invariant kernels a Nyström map evaluates against its landmarks (DESIGN.md section 2)
 LANDMARK_KERNELS = ("gaussian", "laplacian", "cauchy")
@@ -153,8 +156,7 @@ def _keep(size: int, keys: np.ndarray, rows: np.ndarray, values: np.ndarray, wei
 
 
 def _race_block(X: np.ndarray, columns: tuple, rows: Rows, cfg: RaceConfig, running: object) -> tuple:
-    X = check_block(X, cfg.n_features, rows.start)
-    X = np.asarray(X)
+    X = to_host(check_block(X, cfg.n_features, rows.start))  # device blocks: the race runs on the host
     w = row_weights(X, cfg)
     u = row_uniforms(rows.start, rows.stop, cfg.seed)
     with np.errstate(divide="ignore"):
