@@ -128,7 +128,12 @@ class CompensatedSums:
                 lo[a:b] += olo[a:b]
         return self
 
-    def finish(self, scale: np.ndarray) -> FeatureStats:
+    def finish(self, scale: np.ndarray, transform: np.ndarray | None = None) -> FeatureStats:
+        """The statistics of ``z = b diag(scale)``, or ``z = b T`` with ``transform`` ``T`` (a Nyström whitening).
+
+        The sums are of the base features ``b``; the transform applies to
+        the small results (``T^T G T``), never to a block.
+        """
         from .stats import FeatureStats  # stats imports this module
 
         total = {key: self.hi[key] + self.lo[key] for key in self.hi if key != "gram"}
@@ -144,6 +149,14 @@ class CompensatedSums:
             diag = gram[r0:r1, r0:r1]
             diag[...] = np.triu(diag) + np.triu(diag, 1).T
             gram[r1:, r0:r1] = gram[r0:r1, r1:].T
+        if transform is not None:
+            T = np.asarray(transform, dtype=np.float64)
+            stats = FeatureStats(T.T @ (gram @ T), T.T @ total["sum"], self.n)
+            if self.k is not None:
+                stats.cross = T.T @ total["cross"]
+                stats.ysum = total["ysum"]
+                stats.yy = total["yy"]
+            return stats
         for r0, r1, _ in bands:
             gram[r0:r1] *= np.multiply.outer(scale[r0:r1], scale)
         stats = FeatureStats(gram, total["sum"] * scale, self.n)

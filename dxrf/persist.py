@@ -31,7 +31,7 @@ __all__ = ["FORMAT_VERSION", "save", "load", "SaveMixin", "ModelFormatError"]
 
 FORMAT_VERSION = 2  # 2: checksummed arrays, declared fitted attributes
 MARKER = "dxrf_model_format"
-_KERNEL_ARRAYS = ("scale", "W", "b", "signs", "norms")
+_KERNEL_ARRAYS = ("scale", "W", "b", "signs", "norms", "whitening")
 _STATS_ARRAYS = ("gram", "sum", "cross", "ysum", "yy")
 
 
@@ -261,6 +261,7 @@ class _Reader:
                 return FeatureKernel(
                     spec["activation"], arrays["scale"], int(spec["n_features_in"]), W=arrays["W"], b=arrays["b"],
                     pieces=int(spec["pieces"]), signs=arrays["signs"], norms=arrays["norms"], bandwidth=float(spec["bandwidth"]),
+                    whitening=arrays["whitening"],
                 )
             return FeatureStats(arrays["gram"], arrays["sum"], int(spec["n"]), arrays["cross"], arrays["ysum"], arrays["yy"])
         except (ValueError, TypeError, KeyError) as exc:

@@ -242,7 +242,7 @@ def block_stats(
         for lo, hi in tile_grid(row_offset, row_offset + X.shape[0], tile_rows):
             a, b = lo - row_offset, hi - row_offset
             worker.add_tile(X[a:b], None if Y is None else Y[a:b], None if mask is None else mask[a:b])
-    out = tuple(s.finish(kernel.scale) for s in worker.sums)
+    out = tuple(s.finish(kernel.scale, kernel.transform_matrix) for s in worker.sums)
     return out[0] if mask is None else out
 
 

@@ -47,7 +47,7 @@ class TileWorker:
         sums: list | None = None,
         xp: ModuleType = np,
     ) -> None:
-        m = kernel.n_components
+        m = kernel.n_base  # the statistics are of the base features (a Nystroem map's kernel values)
         self.xp = xp
         self.kernel = kernel_on(kernel, xp)
         if xp is np:
@@ -77,7 +77,7 @@ class TileWorker:
         parts = thread_buffer("slab-sums", (slabs, m), Z.dtype)
         for i in range(slabs):
             a, b = i * rows, min(n, (i + 1) * rows)
-            self.kernel.raw(X[a:b], out=Z[a:b])
+            self.kernel.base(X[a:b], out=Z[a:b])
             np.matmul(ones[: b - a], Z[a:b], out=parts[i])
         return parts.sum(axis=0, dtype=np.float64)
 
@@ -105,7 +105,7 @@ class TileWorker:
         if self.xp is np:
             sums.add("sum", self._features_in_slabs(X, Z))
         else:  # one launch per tile on a device
-            self.kernel.raw(X, out=Z)
+            self.kernel.base(X, out=Z)
             sums.add("sum", Z.sum(axis=0, dtype=np.float64))
         # NumPy sends Z.T @ Z to BLAS syrk and releases the GIL (SciPy's ?syrk
         # wrapper holds it, which serialised threads of a process); CuPy runs GEMM
@@ -127,7 +127,7 @@ _ROUND_TILES = (10_000, 5_000, 2_500, 2_000, 1_250, 1_000, 500, 250)
 
 def default_tile_rows(kernel: FeatureKernel) -> int:
     opts = get_options()
-    rows = opts.tile_bytes // (kernel.n_components * kernel.dtype.itemsize)
+    rows = opts.tile_bytes // (kernel.n_base * kernel.dtype.itemsize)
     rows = int(min(opts.max_tile_rows, max(opts.min_tile_rows, rows)))
     return next((t for t in _ROUND_TILES if opts.min_tile_rows <= t <= rows), rows)
 
@@ -257,14 +257,14 @@ def _stats_finish(total: dict, cfg: StatsConfig) -> list:
     """Per kernel, its statistics, or the tuple of its groups' (train and validation, or folds)."""
     out = []
     for i, kernel in enumerate(cfg.kernels):
-        done = tuple(s.finish(kernel.scale) for s in total[i])
+        done = tuple(s.finish(kernel.scale, kernel.transform_matrix) for s in total[i])
         out.append(done[0] if len(done) == 1 else done)
     return out
 
 
 def partial_bytes(cfg: StatsConfig) -> int:
     """Bytes of one partial: hi and lo float64 packed Grams per group and kernel."""
-    return sum(cfg.groups * 2 * 8 * packed_size(k.n_components) for k in cfg.kernels)
+    return sum(cfg.groups * 2 * 8 * packed_size(k.n_base) for k in cfg.kernels)
 
 
 def stats_pass(cfg: StatsConfig) -> Pass:

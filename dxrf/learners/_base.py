@@ -9,6 +9,8 @@ statistics (sub-blocks, no further pass) to the solver.
 
 from __future__ import annotations
 
+import dataclasses
+
 import dask.array as da
 import numpy as np
 from sklearn.base import BaseEstimator, clone
@@ -61,6 +63,11 @@ def linear_predict(X: np.ndarray | da.Array, kernel: FeatureKernel, coef: np.nda
     """
     coef = np.asarray(coef, dtype=np.float64)
     intercept = np.asarray(intercept, dtype=np.float64)
+    T = kernel.transform_matrix
+    if T is not None:
+        # a Nystroem map: z(x) coef = k(x, L) (T coef), so no block pays an M x M product
+        coef = T @ coef
+        kernel = dataclasses.replace(kernel, whitening=None, scale=np.ones(kernel.n_base))
     if not is_dask(X):
         out = map_rows(np.asarray(X), _predict_block, (kernel, coef, intercept), coef.shape[1], np.float64,
                        work=kernel.n_components)
@@ -135,7 +142,8 @@ class RandomFeatureModel(SaveMixin, BaseEstimator):
             raise TypeError(f"features must be a dxrf feature map with a fitted kernel_, got {type(features).__name__}")
         self.features_ = features
         self.kernel_ = kernel
-        self.n_passes_ = int(isinstance(features.get_params().get("bandwidth"), str))
+        # reads of X by the map's fit: its own count (Nystroem landmarks), else a median bandwidth's sample
+        self.n_passes_ = int(getattr(features, "n_passes_", isinstance(features.get_params().get("bandwidth"), str)))
         return kernel
 
     def _validate_X(self, X: object, reset: bool) -> np.ndarray | da.Array:
