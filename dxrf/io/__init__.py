@@ -82,7 +82,7 @@ from .checks import (
 from .dataset import ZarrDataset, _scale_block, _standardize_block, _unscale_block, open_zarr
 from .labels import _class_codes, _resolve_task, _row, _sort_labels, _unique_labels
 from .layout import _RESERVED_ATTRS, DXRF_FORMAT, IngestReport, _json_value, _report, default_compressor
-from .pipeline import ingest
+from .pipeline import ingest, worth_a_cluster
 from .predictions import open_predictions, write_predictions
 from .split import split_zarr
 from .readers.csv import _csv_errors, _csv_frames

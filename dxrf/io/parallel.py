@@ -51,7 +51,7 @@ from .readers.pieces import (
 )
 from .table_scan import _add_levels, _FramePrep, _Scan, _scan_table, _TableOptions
 from .tables import _build_schema, _check_nan_policy_table, _check_table_memory, _TableSchema, table_str_columns
-from .writer import _BlockCheck, _BlockStats, _Progress, _Totals, create_arrays, no_rows_message
+from .writer import _BlockCheck, _BlockStats, _Progress, _Totals, create_arrays, no_rows_message, owned
 
 #: Sources smaller than this are ingested serially by default: the tasks and
 #: the extra passes cost more than they save (see BENCHMARKS.md).
@@ -134,7 +134,7 @@ def _encoded(piece: Piece, frames_of: Callable[[Piece], Frames], opts: _TableOpt
     prep = _FramePrep(opts)
     for raw in frames_of(piece)(str_columns):
         df = prep(raw, str_columns)
-        yield check.check(schema.encode_X(df), schema.encode_y(df), df.index.to_numpy())
+        yield check.check(schema.encode_X(df, scratch=True), schema.encode_y(df), df.index.to_numpy())
 
 
 def _count_piece(piece: Piece, *args: Any) -> tuple[int, int]:
@@ -181,6 +181,7 @@ class _Sink:
             self.pos += k
             self.n -= k
             self.buf = [(Xb[k:], None if yb is None else yb[k:])] if self.n else []
+        self.buf = [(owned(b), owned(c)) for b, c in self.buf]  # the caller's block may be a reused buffer
 
 
 def _write_piece(piece: Piece, frames_of: Callable[[Piece], Frames], opts: _TableOptions, str_columns: set[str],

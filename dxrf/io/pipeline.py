@@ -54,6 +54,18 @@ def _check_header(path: Path, kw: dict[str, Any]) -> None:
     _check_unique([c if c.strip() else f"\0{j}" for j, c in enumerate(names)], f"the header of {str(path)!r}")
 
 
+def worth_a_cluster(src: str | os.PathLike, format: str | None = None) -> bool:
+    """Whether :func:`ingest` would use a cluster for ``src``: a local CSV or Parquet file of 16 MiB or more."""
+    path = Path(os.fspath(src)).expanduser()
+    if is_url(os.fspath(src)) or not path.is_file():
+        return False
+    try:
+        fmt = _infer_format(path) if format is None else format
+    except ValueError:
+        return False
+    return fmt in ("csv", "parquet") and path.stat().st_size >= PARALLEL_MIN_BYTES
+
+
 def _parallel_client(parallel: bool | None, path: Path, fmt: str, read_kw: Mapping[str, Any], skiprows: Any) -> Any:
     """The distributed client to ingest a table with, or None to ingest it in this process."""
     if parallel is False:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._buffers import thread_buffer
 from .._memory import Limit, check_allocation, ingest_chunk_bytes
 from .labels import _row, _sort_labels
 from .table_scan import _as_str, _FramePrep, _Scan, _scan_table, _TableOptions
@@ -66,8 +67,15 @@ class _TableSchema:
     def levels(self) -> dict[str, list[str]]:
         return {name: lv for name, lv in self.features if lv is not None}
 
-    def encode_X(self, df: pd.DataFrame, dtype: Any = np.float32) -> np.ndarray:
-        out = np.zeros((len(df), len(self.columns)), dtype=dtype)
+    def encode_X(self, df: pd.DataFrame, dtype: Any = np.float32, scratch: bool = False) -> np.ndarray:
+        """The feature block of ``df``; with ``scratch`` in the calling thread's reused buffer
+        (valid until its next call: a caller that keeps rows copies them)."""
+        shape = (len(df), len(self.columns))
+        if scratch:
+            out = thread_buffer("encoded", shape, np.dtype(dtype))
+            out.fill(0)
+        else:
+            out = np.zeros(shape, dtype=dtype)
         for name, j, index, q in self._slots:
             s = df[name]
             if index is None:
@@ -263,7 +271,7 @@ def _ingest_table(
     )
     for raw in frames(str_columns):
         df = prep(raw, str_columns)
-        X = schema.encode_X(df)
+        X = schema.encode_X(df, scratch=True)
         writer.append(X, schema.encode_y(df), rows=df.index.to_numpy())
     attrs = dict(attrs)
     attrs["levels"] = schema.levels

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import zarr
 
+from .._buffers import thread_buffer
 from .._storage import zarr_target
 from .labels import _row
 from .integrity import array_options, describe
@@ -25,14 +26,15 @@ from .layout import _RESERVED_ATTRS, DXRF_FORMAT, _json_value, default_compresso
 
 
 class _Moments:
-    """Running count, mean and M2 per column, merged block by block with Chan's parallel formula.
+    """Running count, mean and M2 per column, merged with Chan's parallel formula.
 
-    A block's own moments (:meth:`of_block`) depend on that block alone, and the
-    running moments are the blocks' merged in source order, so workers that
-    compute the moments of their blocks give, merged in order on the client,
-    bitwise the statistics of one process reading the file. Blocks are
-    converted to float64 before summing: the result is the float64 statistic
-    of the values given (the stored float32 values).
+    Each block is cut into float64 slices of ~8 MB whose own moments
+    (:meth:`slices`) depend on that block alone; the running moments are
+    the slices' merged in source order. So workers that compute the slices of
+    their blocks give, merged in order on the client, bitwise the statistics
+    of one process reading the file. Blocks are converted to float64 before
+    summing: the result is the float64 statistic of the values given (the
+    stored float32 values).
     """
 
     def __init__(self, d: int) -> None:
@@ -41,23 +43,29 @@ class _Moments:
         self.m2 = np.zeros(d)
 
     @staticmethod
-    def of_block(block: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
-        """``(n, mean, M2)`` of one block, from float64 slices of ~8 MB (small temporaries for wide chunks)."""
+    def slices(block: np.ndarray) -> list[tuple[int, np.ndarray, np.ndarray]]:
+        """``(n, mean, M2)`` of each slice of ~8 MB of float64 of one block (small temporaries for wide chunks).
+
+        The slices are converted into one scratch buffer of the thread (fresh
+        pages cost a first touch each time in a worker that trims freed memory).
+        """
         block = block.reshape(block.shape[0], -1)
-        acc = _Moments(block.shape[1])
-        step = max(1, (1 << 20) // max(block.shape[1], 1))
+        d = block.shape[1]
+        step = max(1, (1 << 20) // max(d, 1))
+        scratch = thread_buffer("moments", (min(step, block.shape[0]) * d,), np.dtype(np.float64))
+        out = []
         for lo in range(0, block.shape[0], step):
-            b = block[lo : lo + step].astype(np.float64)
+            part = block[lo : lo + step]
+            b = scratch[: part.size].reshape(part.shape)
+            np.copyto(b, part)
             mean_b = b.mean(axis=0)
             b -= mean_b
             b *= b
-            acc.merge(b.shape[0], mean_b, b.sum(axis=0))
-        return acc.n, acc.mean, acc.m2
+            out.append((b.shape[0], mean_b, b.sum(axis=0)))
+        return out
 
     def merge(self, nb: int, mean_b: np.ndarray, m2_b: np.ndarray) -> None:
         """Add the moments of ``nb`` more rows (Chan's update)."""
-        if nb == 0:
-            return
         n = self.n + nb
         delta = mean_b - self.mean
         self.mean = self.mean + delta * (nb / n)
@@ -65,12 +73,18 @@ class _Moments:
         self.n = n
 
     def update(self, block: np.ndarray) -> None:
-        self.merge(*self.of_block(block))
+        for s in self.slices(block):
+            self.merge(*s)
 
     @property
     def std(self) -> np.ndarray:
         """Population std; exactly 0 for a constant column."""
         return np.sqrt(np.maximum(self.m2, 0.0) / max(self.n, 1))
+
+
+def owned(a: np.ndarray | None) -> np.ndarray | None:
+    """``a``, copied when it is a view (of a caller's block, which may be a reused buffer)."""
+    return a if a is None or a.base is None else a.copy()
 
 
 def _safe_std(std: np.ndarray) -> np.ndarray:
@@ -137,8 +151,8 @@ class _BlockStats(NamedTuple):
 
     n: int
     n_dropped: int
-    x: tuple[int, np.ndarray, np.ndarray]
-    y: tuple[int, np.ndarray, np.ndarray] | None
+    x: list[tuple[int, np.ndarray, np.ndarray]]
+    y: list[tuple[int, np.ndarray, np.ndarray]] | None
     y_min: float
     y_max: float
     class_counts: np.ndarray | None
@@ -184,7 +198,8 @@ class _BlockCheck:
             y = np.asarray(y, dtype=np.float32 if self.task == "regression" else np.int32)
             if y.shape != (n,):
                 raise ValueError(f"y block of shape {y.shape} does not match {n} rows of X")
-        bad = ~np.isfinite(X).all(axis=1)
+        finite = np.isfinite(X, out=thread_buffer("finite", X.shape, np.dtype(bool)))
+        bad = ~finite.all(axis=1)
         if y is not None:
             bad |= ~np.isfinite(y) if self.task == "regression" else (y < 0)
         if not bad.any():
@@ -200,13 +215,13 @@ class _BlockCheck:
         y_mom, y_min, y_max, counts = None, math.inf, -math.inf, None
         if n and y is not None:
             if self.task == "regression":
-                y_mom = _Moments.of_block(y)
+                y_mom = _Moments.slices(y)
                 y_min, y_max = float(y.min()), float(y.max())
             else:
                 if y.max() >= self.n_classes:
                     raise ValueError(f"class code {int(y.max())} out of range for {self.n_classes} classes")
                 counts = np.bincount(y, minlength=self.n_classes)
-        x_mom = _Moments.of_block(X) if n else (0, None, None)
+        x_mom = _Moments.slices(X) if n else []
         return _BlockStats(n, n_dropped, x_mom, y_mom, y_min, y_max, counts)
 
 
@@ -228,9 +243,11 @@ class _Totals:
         if b.n == 0:
             return
         self.n_written += b.n
-        self.x_moments.merge(*b.x)
+        for s in b.x:
+            self.x_moments.merge(*s)
+        for s in b.y or ():
+            self.y_moments.merge(*s)
         if b.y is not None:
-            self.y_moments.merge(*b.y)
             self.y_min = min(self.y_min, b.y_min)
             self.y_max = max(self.y_max, b.y_max)
         if b.class_counts is not None:
@@ -331,6 +348,9 @@ class _ZarrWriter:
         self._buf_n += n
         if self._buf_n >= self.chunk_rows:
             self._flush(final=False)
+        # rows kept for the next chunk must not alias the caller's block (it may be a reused buffer)
+        self._buf_x = [owned(b) for b in self._buf_x]
+        self._buf_y = [owned(b) for b in self._buf_y]
         self._progress.update(n)
 
     def _flush(self, final: bool) -> None:
