@@ -50,7 +50,8 @@ Modules
 ``writer`` (the streaming writer and its statistics), ``checks`` and
 ``labels`` (shared argument checks, target classes), ``readers`` (one module
 per source format), ``table_scan`` and ``tables`` (the CSV/Parquet pipeline),
-``arrays`` (the NumPy/LibSVM pipeline), ``pipeline`` (:func:`ingest`),
+``arrays`` (the NumPy/LibSVM pipeline), ``parallel`` and ``readers.pieces`` (the
+table ingest on a cluster's workers), ``pipeline`` (:func:`ingest`),
 ``write`` (:func:`write_zarr`), ``dataset`` (:func:`open_zarr`), ``like``
 (``ingest(like=...)``), ``index_columns`` (the row-index warning),
 ``predictions`` (:func:`write_predictions`) and ``split`` (:func:`split_zarr`).
