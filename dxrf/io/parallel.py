@@ -29,7 +29,7 @@ import functools
 import os
 import tempfile
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,11 +43,12 @@ from .readers.pieces import (
     NotSplittable,
     Piece,
     compression_of,
-    csv_chunk_starts,
     csv_piece_frames,
     group_pieces,
+    iter_csv_chunks,
     parquet_piece_frames,
     parquet_pieces,
+    source_bytes,
 )
 from .table_scan import _add_levels, _FramePrep, _Scan, _scan_table, _TableOptions
 from .tables import _build_schema, _check_nan_policy_table, _check_table_memory, _TableSchema, table_str_columns
@@ -73,17 +74,22 @@ def csv_splittable(read_kw: Mapping[str, Any], path: Path) -> bool:
     return not extra and isinstance(sep, str) and len(sep) == 1 and compression_of(path) is not None
 
 
-def _file_size(path: str) -> int:
+def _fingerprint(path: str) -> tuple[int, bytes, bytes] | None:
+    """Size, first and last bytes of a file (None where it cannot be read): the same file on another machine?"""
     try:
-        return os.path.getsize(path)
+        with open(path, "rb") as f:
+            head = f.read(64)
+            size = f.seek(0, 2)
+            f.seek(max(0, size - 64))
+            return size, head, f.read(64)
     except OSError:
-        return -1
+        return None
 
 
 def _workers_see(client: Any, path: Path) -> bool:
-    """Whether every worker reads ``path`` as this process does (same size: a shared file system)."""
-    size = _file_size(str(path))
-    return all(s == size for s in client.run(_file_size, str(path)).values())
+    """Whether every worker reads ``path`` as this process does (a shared or the same file system)."""
+    mine = _fingerprint(str(path))
+    return mine is not None and all(v == mine for v in client.run(_fingerprint, str(path)).values())
 
 
 def _piece_bytes(client: Any, total: int) -> int:
@@ -103,17 +109,22 @@ def _piece_bytes(client: Any, total: int) -> int:
     return max(1, min(-(-total // (4 * threads)), cap))
 
 
-def _ordered(client: Any, fn: Callable[..., Any], pieces: Sequence[Piece], args: tuple,
-             per_piece: Callable[[int], tuple] = lambda i: ()) -> Iterator[Any]:
+def _ordered(client: Any, fn: Callable[..., Any], pieces: Iterable[Piece], args: tuple,
+             per_piece: Callable[[int], tuple] = lambda i: (), submitted: list[Piece] | None = None) -> Iterator[Any]:
     """``fn(piece, *args, *per_piece(i))`` for every piece on the workers, results in source order.
 
-    The first failure in source order is raised (its message names rows of the
-    whole file); the remaining tasks are cancelled.
+    Each piece is submitted as ``pieces`` yields it (and appended to
+    ``submitted``), so workers start while a CSV's line pass goes on. The first
+    failure in source order is raised (its message names rows of the whole
+    file); the remaining tasks are cancelled.
     """
     name = f"dxrf-ingest-{fn.__name__.strip('_')}-{uuid.uuid4().hex[:8]}"
-    futures = [client.submit(fn, p, *args, *per_piece(i), key=f"{name}-{p.index}", pure=False)
-               for i, p in enumerate(pieces)]
+    futures = []
     try:
+        for i, p in enumerate(pieces):
+            futures.append(client.submit(fn, p, *args, *per_piece(i), key=f"{name}-{p.index}", pure=False))
+            if submitted is not None:
+                submitted.append(p)
         for fut in futures:
             yield fut.result()
             fut.release()
@@ -273,13 +284,17 @@ def ingest_table_parallel(
             else:
                 probe = {k: v for k, v in kw.items() if k not in ("dtype", "converters")}
                 columns = [str(c) for c in pd.read_csv(path, nrows=0, **probe).columns]
-            data = path if not compression_of(path) else Path(work) / "source.csv"
-            starts, rows, stop = csv_chunk_starts(
-                path, header=header, chunk_rows=chunk_rows, n_rows=n_rows, copy_to=None if data == path else data
-            )
-            if not starts:
-                return None  # no data rows: the serial ingest says so
-            pieces = group_pieces(starts, rows, stop, _piece_bytes(client, stop - starts[0]))
+            if compression_of(path):
+                data = Path(work) / "source.csv"
+                probe = Path(work) / "probe"
+                probe.write_text(uuid.uuid4().hex)  # the workers must see this folder
+            else:
+                data = probe = path
+            if not _workers_see(client, probe):
+                return None
+            chunks = iter_csv_chunks(path, header=header, chunk_rows=chunk_rows, n_rows=n_rows,
+                                     copy_to=None if data == path else data)
+            pieces = group_pieces(chunks, _piece_bytes(client, source_bytes(path)))
             frames_of = functools.partial(_csv_frames_of, str(data), chunk_rows, tuple(columns), kw)
         else:
             data = path
@@ -290,8 +305,8 @@ def ingest_table_parallel(
             if not pieces:
                 return None
             frames_of = functools.partial(_parquet_frames_of, str(data), chunk_rows)
-        if not _workers_see(client, data):
-            return None
+            if not _workers_see(client, data):
+                return None
         try:
             return _run(client, pieces, frames_of, tmp, opts, chunk_rows=chunk_rows, progress=progress, attrs=attrs)
         except NotSplittable:
@@ -313,10 +328,14 @@ def _parquet_rows(path: Path) -> int:
         return pf.metadata.num_rows
 
 
-def _run(client: Any, pieces: list[Piece], frames_of: Callable[[Piece], Frames], tmp: Any, opts: _TableOptions, *,
+def _run(client: Any, pieces: Iterable[Piece], frames_of: Callable[[Piece], Frames], tmp: Any, opts: _TableOptions, *,
          chunk_rows: int, progress: bool | Callable[[str, int], Any], attrs: dict[str, Any]) -> dict[str, Any]:
     str_columns = table_str_columns(opts)
-    scans = list(_ordered(client, _scan_piece, pieces, (frames_of, opts, str_columns)))
+    submitted: list[Piece] = []
+    scans = list(_ordered(client, _scan_piece, pieces, (frames_of, opts, str_columns), submitted=submitted))
+    pieces = submitted
+    if not pieces:
+        raise NotSplittable("no data rows")  # the serial ingest says so
     scan = _merge_scans(iter(scans), opts, _Progress(progress, "scanning"))
     mixed = (scan.text_seen & (scan.numeric_seen | scan.bool_seen)) - str_columns
     if mixed:  # as serially: such columns are read again as text

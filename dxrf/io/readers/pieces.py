@@ -22,7 +22,7 @@ import dataclasses
 import gzip
 import io
 import lzma
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -66,46 +66,39 @@ def compression_of(path: Path) -> str | None:
     return None if suffix in (".zip", ".zst", ".tar") else ""
 
 
-def csv_chunk_starts(
+def iter_csv_chunks(
     path: Path, *, header: bool, chunk_rows: int, n_rows: int | None, copy_to: Path | None = None
-) -> tuple[list[int], list[int], int]:
-    """Where every ``chunk_rows``-th data line of a CSV file starts.
+) -> Iterator[tuple[int, int, int]]:
+    """``(byte_start, byte_stop, rows)`` of each read chunk of a CSV file, as the pass over its bytes finds them.
 
     One streaming pass over the (decompressed) bytes; with ``copy_to`` the
-    decompressed bytes are written there too, for the workers. Empty lines
-    (``""`` or ``"\\r"``) are not data lines: pandas skips them.
-
-    Returns
-    -------
-    starts : list of int
-        Byte offset of data line ``k * chunk_rows`` for each read chunk ``k``.
-    rows : list of int
-        Data lines of each read chunk.
-    stop : int
-        Byte offset where the last read chunk ends.
+    decompressed bytes are written (and flushed) there first, so a chunk is on
+    disk when it is yielded and workers can read it while the pass goes on.
+    Empty lines (``""`` or ``"\\r"``) are not data lines: pandas skips them.
     """
     compression = compression_of(path)
     src = _OPENERS[compression](path) if compression else open(path, "rb")
     out = open(copy_to, "wb") if copy_to is not None else None
-    starts: list[int] = []
     count = 0  # data lines seen
     header_left = bool(header)
     base = 0  # offset of the current block
     line_start = 0  # offset where the current (unfinished) line starts
     last_byte = -1  # the byte before the current block
     stop = None
+    start = None  # where the current chunk starts
     try:
         while stop is None:
             buf = src.read(_BLOCK)
             if out is not None and buf:
                 out.write(buf)
+                out.flush()
             arr = np.frombuffer(buf, dtype=np.uint8)
             ends = np.flatnonzero(arr == 10) + base
             if not buf:  # a last line without a newline
                 ends = np.array([base], dtype=np.int64) if base > line_start else np.empty(0, np.int64)
             begins = np.concatenate(([line_start], ends[:-1] + 1)) if ends.size else ends
             lengths = ends - begins
-            # the first byte of each line (only a one-byte line needs it: "\r" alone is blank)
+            # the first byte of each line (only a one-byte line needs it: "\\r" alone is blank)
             inside = begins >= base
             first = np.full(begins.shape, last_byte)
             first[inside] = arr[begins[inside] - base]
@@ -114,16 +107,15 @@ def csv_chunk_starts(
             if header_left and idx.size:
                 header_left = False
                 idx = idx[1:]
-            # data line numbers of these lines: count, count + 1, ...
-            numbers = count + np.arange(idx.size)
+            numbers = count + np.arange(idx.size)  # data line numbers of these lines
             if n_rows is not None and numbers.size and numbers[-1] >= n_rows:
                 keep = numbers < n_rows
-                cut = idx[keep.sum()] if (~keep).any() else None
+                stop = int(begins[idx[keep.sum()]])  # where the first line past n_rows starts
                 idx, numbers = idx[keep], numbers[keep]
-                if cut is not None:
-                    stop = int(begins[cut])
-            hits = idx[numbers % chunk_rows == 0]
-            starts.extend(int(b) for b in begins[hits])
+            for b in begins[idx[numbers % chunk_rows == 0]]:
+                if start is not None:
+                    yield start, int(b), chunk_rows
+                start = int(b)
             count += idx.size
             if ends.size:
                 line_start = int(ends[-1]) + 1
@@ -134,32 +126,47 @@ def csv_chunk_starts(
                 stop = base if stop is None else stop
             elif n_rows is not None and count >= n_rows and stop is None:
                 stop = line_start
-        if out is not None and out.tell() > stop:  # the copy needs only the bytes up to ``stop``
-            out.truncate(stop)
+        if start is not None:
+            yield start, stop, count - (count - 1) // chunk_rows * chunk_rows
     finally:
         src.close()
         if out is not None:
             out.close()
-    rows = [min(chunk_rows, count - k * chunk_rows) for k in range(len(starts))]
-    return starts, rows, int(stop)
 
 
-def group_pieces(
-    starts: Sequence[int], rows: Sequence[int], stop: int, piece_bytes: int
-) -> list[Piece]:
-    """Runs of whole read chunks of about ``piece_bytes`` bytes (at least one chunk each)."""
-    pieces: list[Piece] = []
-    bounds = list(starts) + [stop]
-    k, row = 0, 0
-    while k < len(starts):
-        j = k + 1
-        while j < len(starts) and bounds[j + 1] - bounds[k] <= piece_bytes:
-            j += 1
-        n = int(sum(rows[k:j]))
-        pieces.append(Piece(len(pieces), row, n, bounds[k], bounds[j]))
-        row += n
-        k = j
-    return pieces
+def csv_chunk_starts(
+    path: Path, *, header: bool, chunk_rows: int, n_rows: int | None
+) -> tuple[list[int], list[int], int]:
+    """Byte starts and rows of every read chunk of a CSV file, and where the last one ends."""
+    chunks = list(iter_csv_chunks(path, header=header, chunk_rows=chunk_rows, n_rows=n_rows))
+    return [c[0] for c in chunks], [c[2] for c in chunks], chunks[-1][1] if chunks else 0
+
+
+def group_pieces(chunks: Iterable[tuple[int, int, int]], piece_bytes: int) -> Iterator[Piece]:
+    """Runs of whole read chunks of about ``piece_bytes`` bytes (at least one chunk each), as chunks come."""
+    index = row = 0
+    current: list[int] | None = None  # byte start, byte stop, rows
+    for start, stop, rows in chunks:
+        if current is not None and stop - current[0] <= piece_bytes:
+            current[1], current[2] = stop, current[2] + rows
+            continue
+        if current is not None:
+            yield Piece(index, row, current[2], current[0], current[1])
+            index, row = index + 1, row + current[2]
+        current = [start, stop, rows]
+    if current is not None:
+        yield Piece(index, row, current[2], current[0], current[1])
+
+
+def source_bytes(path: Path) -> int:
+    """The (estimated) bytes of a source once decompressed: a gzip file's own record, else 5x."""
+    size = path.stat().st_size
+    if compression_of(path) == ".gz" and size >= 18:
+        with open(path, "rb") as f:
+            f.seek(-4, 2)
+            isize = int.from_bytes(f.read(4), "little")  # modulo 2**32: a lower bound at most
+        return max(isize, size)
+    return size * 5 if compression_of(path) else size
 
 
 class _ByteRange(io.RawIOBase):
