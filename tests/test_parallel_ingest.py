@@ -152,3 +152,36 @@ def test_parallel_needs_a_client(tmp_path, plain_csv):
         dxrf.io.ingest(plain_csv, tmp_path / "d.zarr", parallel=True, **BASE)
     with pytest.raises(TypeError, match="parallel must be"):
         dxrf.io.ingest(plain_csv, tmp_path / "d.zarr", parallel="yes", **BASE)
+
+
+def test_parallel_ingest_to_s3_equals_local_serial(client, tmp_path, plain_csv):
+    # the workers write their chunks straight to the object store's temporary prefix; published as usual
+    pytest.importorskip("s3fs")
+    pytest.importorskip("flask")  # moto's server mode
+    import s3fs
+    from test_object_storage import _moto
+
+    kw = dict(target="arr_delay", nan_policy="drop", **BASE)
+    with _moto() as endpoint:
+        options = {"endpoint_url": endpoint, "key": "testing", "secret": "testing"}
+        fs = s3fs.S3FileSystem(**options, skip_instance_cache=True)
+        fs.mkdir("ingest")
+        with dxrf.options(ingest_piece_bytes=150_000):
+            dxrf.io.ingest(plain_csv, "s3://ingest/data.zarr", parallel=True, storage_options=options, **kw)
+        dxrf.io.ingest(plain_csv, tmp_path / "serial.zarr", parallel=False, **kw)
+        stored = {k.removeprefix("ingest/data.zarr/"): fs.cat_file(k) for k in fs.find("ingest/data.zarr")}
+        assert sorted(fs.ls("ingest")) == ["ingest/data.zarr"]  # the temporary prefix is gone
+    assert stored == _files(tmp_path / "serial.zarr")
+
+
+def test_cli_scheduler_none_and_size_threshold(tmp_path, plain_csv):
+    import dxrf.cli
+
+    assert dxrf.io.worth_a_cluster("/work/shared/data/vega_flights_3m/flights-3m.csv.gz")  # 24 MB
+    assert not dxrf.io.worth_a_cluster(DATA)  # 5 MB: ingested in this process, no cluster started
+    small = tmp_path / "small.csv"
+    small.write_bytes(b"\n".join(plain_csv.read_bytes().split(b"\n")[:5001]) + b"\n")
+    assert dxrf.cli.main(["ingest", str(small), str(tmp_path / "d.zarr"), "--scheduler", "none", "--target",
+                          "arr_delay", "--drop", "tailnum,time_hour", "--nan-policy", "drop"]) == 0
+    attrs = dxrf.io.open_zarr(tmp_path / "d.zarr").attrs
+    assert attrs["n_rows"] + attrs["n_dropped"] == 5000 and attrs["n_dropped"] > 0
