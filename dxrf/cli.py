@@ -3,8 +3,8 @@
 Every command takes ``--scheduler ADDRESS`` (or ``$DASK_SCHEDULER_ADDRESS``) to
 run on an existing Dask cluster; otherwise passes run on an embedded local
 cluster. ``dxrf ingest`` starts one only for a CSV or Parquet file of at least
-16 MiB (smaller files, other formats and ``--scheduler none`` are ingested in
-this process). Errors print one line on stderr and exit with status 2.
+64 MiB once decompressed (smaller files, other formats and ``--scheduler none``
+are ingested in this process). Errors print one line on stderr and exit with status 2.
 """
 
 from __future__ import annotations

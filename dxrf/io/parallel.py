@@ -58,6 +58,9 @@ from .writer import _BlockCheck, _BlockStats, _Progress, _Totals, create_arrays,
 #: the extra passes cost more than they save (see BENCHMARKS.md).
 PARALLEL_MIN_BYTES = 16 << 20
 
+#: ``dxrf ingest`` starts a cluster (seconds) only for sources of this size or more.
+CLUSTER_MIN_BYTES = 64 << 20
+
 #: ``read_options`` a CSV piece can honour (they act on each line alone).
 _SPLITTABLE_READ_OPTIONS = frozenset(
     {"dtype", "na_values", "keep_default_na", "na_filter", "true_values", "false_values", "decimal", "thousands",

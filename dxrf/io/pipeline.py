@@ -32,7 +32,8 @@ from .checks import (
 from .index_columns import warn_index_columns
 from .layout import IngestReport, _report
 from .like import check_columns_like, training_encoding
-from .parallel import PARALLEL_MIN_BYTES, csv_splittable, ingest_table_parallel
+from .parallel import CLUSTER_MIN_BYTES, PARALLEL_MIN_BYTES, csv_splittable, ingest_table_parallel
+from .readers.pieces import source_bytes
 from .readers import source_errors
 from .readers.csv import _csv_errors, _csv_frames
 from .readers.parquet import _check_parquet_schema, _parquet_frames
@@ -55,7 +56,8 @@ def _check_header(path: Path, kw: dict[str, Any]) -> None:
 
 
 def worth_a_cluster(src: str | os.PathLike, format: str | None = None) -> bool:
-    """Whether :func:`ingest` would use a cluster for ``src``: a local CSV or Parquet file of 16 MiB or more."""
+    """Whether ``dxrf ingest`` should start a cluster for ``src``: a local CSV or Parquet file of
+    ``CLUSTER_MIN_BYTES`` or more (decompressed size); starting one takes seconds."""
     path = Path(os.fspath(src)).expanduser()
     if is_url(os.fspath(src)) or not path.is_file():
         return False
@@ -63,7 +65,7 @@ def worth_a_cluster(src: str | os.PathLike, format: str | None = None) -> bool:
         fmt = _infer_format(path) if format is None else format
     except ValueError:
         return False
-    return fmt in ("csv", "parquet") and path.stat().st_size >= PARALLEL_MIN_BYTES
+    return fmt in ("csv", "parquet") and source_bytes(path) >= CLUSTER_MIN_BYTES
 
 
 def _parallel_client(parallel: bool | None, path: Path, fmt: str, read_kw: Mapping[str, Any], skiprows: Any) -> Any:
@@ -73,7 +75,7 @@ def _parallel_client(parallel: bool | None, path: Path, fmt: str, read_kw: Mappi
     client = active_client()
     if parallel and client is None:
         raise ValueError("parallel=True needs an active distributed client (dxrf.get_client())")
-    if client is None or (parallel is None and path.stat().st_size < PARALLEL_MIN_BYTES):
+    if client is None or (parallel is None and source_bytes(path) < PARALLEL_MIN_BYTES):
         return None
     if fmt == "csv" and (skiprows is not None or not csv_splittable(read_kw, path)):
         return None
@@ -220,7 +222,8 @@ def ingest(
         Ingest a CSV or Parquet source on the workers of the active
         distributed client (:mod:`dxrf.io.parallel`; the result is
         byte-identical to the serial ingest). ``None`` (default): when a
-        client is active and the source has at least 16 MiB; ``True``: with
+        client is active and the source has at least 16 MiB (decompressed;
+        a gzip file's size record, else 5x a compressed size); ``True``: with
         any client (an error without one); ``False``: serially in this
         process. Sources that cannot be cut into pieces (a CSV read with
         ``skiprows`` or other options that act across lines, quoted line
