@@ -210,7 +210,8 @@ def csv_piece_frames(
             with pd.read_csv(raw, header=None, names=list(columns), chunksize=chunk_rows, compression=None,
                              **kw) as reader:
                 for df in reader:
-                    df.index = pd.RangeIndex(offset, offset + len(df))
+                    if isinstance(df.index, pd.RangeIndex):  # else pandas took the first column as the index
+                        df.index = pd.RangeIndex(offset, offset + len(df))
                     offset += len(df)
                     if offset - piece.start_row > piece.n_rows:
                         raise NotSplittable(f"piece {piece.index} has more records than lines")
