@@ -102,7 +102,8 @@ class _Writer:
         if isinstance(v, FeatureStats):
             w, name = self.sub("stats")
             spec = {k: (None if getattr(v, k) is None else w.array(getattr(v, k))) for k in _STATS_ARRAYS}
-            spec["n"] = int(v.n)
+            # the number of rows, or the total weight of weighted statistics (a float)
+            spec["n"] = v.n if isinstance(v.n, float) else int(v.n)
             w.group.attrs["stats"] = spec
             return {"__stats__": name}
         if isinstance(v, (list, tuple)):
@@ -262,7 +263,7 @@ class _Reader:
                     spec["activation"], arrays["scale"], int(spec["n_features_in"]), W=arrays["W"], b=arrays["b"],
                     pieces=int(spec["pieces"]), signs=arrays["signs"], norms=arrays["norms"], bandwidth=float(spec["bandwidth"]),
                 )
-            return FeatureStats(arrays["gram"], arrays["sum"], int(spec["n"]), arrays["cross"], arrays["ysum"], arrays["yy"])
+            return FeatureStats(arrays["gram"], arrays["sum"], spec["n"] if isinstance(spec["n"], float) else int(spec["n"]), arrays["cross"], arrays["ysum"], arrays["yy"])
         except (ValueError, TypeError, KeyError) as exc:
             raise ModelFormatError(f"{self.where}: inconsistent {tag.strip('_')}: {exc}") from None
 
