@@ -141,8 +141,11 @@ class _Group:
         """
         n = X.shape[0]
 
-        def total(per_row: np.ndarray) -> np.ndarray:  # (n, P) -> (P,)
-            return per_row.sum(axis=0) if w is None else w @ per_row
+        def total(per_row: np.ndarray, axis: object = 0) -> np.ndarray:
+            # rows on axis 0, times their weights (by 1 exactly: weights of ones change no bit)
+            if w is not None:
+                per_row = per_row * w.reshape((-1,) + (1,) * (per_row.ndim - 1))
+            return per_row.sum(axis=axis)
 
         S = self.kernel(X).astype(np.float64, copy=False) @ self.theta
         S += self.intercept
@@ -151,7 +154,7 @@ class _Group:
             Y = y.reshape(n, 1, -1)
             if Y.shape[2] != self.k:
                 raise ValueError(f"y has {Y.shape[2]} columns but the models have {self.k} outputs")
-            out[0] += ((S - Y) ** 2).sum(axis=(0, 2)) if w is None else total(((S - Y) ** 2).sum(axis=2))
+            out[0] += total((S - Y) ** 2, axis=(0, 2))
             return
         codes = _class_codes(y, self.k, n)
         onehot = np.full((n, 1, max(self.k, 1)), -1.0)
@@ -161,7 +164,7 @@ class _Group:
         else:
             onehot[np.arange(n), 0, codes] = 1.0
             wrong = S.argmax(axis=2) != codes[:, None]
-        out[0] += ((S - onehot) ** 2).sum(axis=(0, 2)) if w is None else total(((S - onehot) ** 2).sum(axis=2))
+        out[0] += total((S - onehot) ** 2, axis=(0, 2))
         out[1] += total(wrong)
         if self.link == "logistic":
             t = onehot[:, :, 0]
