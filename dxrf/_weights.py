@@ -11,6 +11,7 @@ from __future__ import annotations
 import dask.array as da
 import numpy as np
 
+from ._device import to_host
 from ._validation import check_not_sparse, is_dask
 
 __all__ = ["check_sample_weight", "check_class_weight", "class_sample_weight", "combined_weight"]
@@ -67,10 +68,10 @@ def check_sample_weight(sample_weight: object, n: int, name: str = "sample_weigh
         raise TypeError(f"{name} must hold real numbers, got dtype {w.dtype}")
     w = w.astype(np.float64)
     if is_dask(w):
-        finite, low, total = da.compute(da.isfinite(w).all(), w.min(), w.sum())
+        finite, low, total = (float(to_host(v)) for v in da.compute(da.isfinite(w).all(), w.min(), w.sum()))
         if not finite or low < 0:
             # rare: find the row for the message
-            _check_weight_values(np.asarray(w.compute()), name)
+            _check_weight_values(np.asarray(to_host(w.compute())), name)
     else:
         _check_weight_values(w, name)
         total = w.sum()

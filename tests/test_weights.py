@@ -394,3 +394,31 @@ def test_bad_class_weight_is_refused(data):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         dxrf.RandomFeatureClassifier(fourier(10), class_weight={0: 1.0}).partial_fit(X, labels, classes=[0, 1, 2])
+
+
+def _gpu_available() -> bool:
+    try:
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:
+        return False
+
+
+@pytest.mark.skipif(not _gpu_available(), reason="needs CuPy and a GPU")
+def test_weighted_cupy_blocks_match_numpy(data):
+    import cupy
+    import dask
+
+    X, y, _, w, _ = data
+    f = dxrf.RandomFourierFeatures(40, bandwidth=2.0, random_state=0).fit(X)
+    Xg = da.from_array(X.astype(np.float32), chunks=(300, 3)).map_blocks(cupy.asarray)
+    yg = da.from_array(y[:, None], chunks=(300, 1)).map_blocks(cupy.asarray)
+    wg = da.from_array(w.astype(float), chunks=300).map_blocks(cupy.asarray)
+    with dask.config.set(scheduler="threads"):
+        got = accumulate(Xg, yg, f, split=0.25, sample_weight=wg)
+    want = accumulate(X.astype(np.float32), y, f, split=0.25, sample_weight=w)
+    for g, h in zip(got, want):
+        assert g.n == h.n
+        for key in ("gram", "sum", "cross", "yy"):
+            assert rel(getattr(g, key), getattr(h, key)) <= 1e-5, key
