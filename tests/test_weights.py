@@ -11,6 +11,7 @@ from sklearn.base import clone
 
 import dxrf
 import dxrf.datasets
+from test_device import _gpu_available
 from dxrf import accumulate
 from dxrf.learners.pca import RandomFeaturePCA
 from dxrf.learners.sgd import RandomFeatureSGDClassifier, RandomFeatureSGDRegressor
@@ -394,15 +395,6 @@ def test_bad_class_weight_is_refused(data):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         dxrf.RandomFeatureClassifier(fourier(10), class_weight={0: 1.0}).partial_fit(X, labels, classes=[0, 1, 2])
-
-
-def _gpu_available() -> bool:
-    try:
-        import cupy
-
-        return cupy.cuda.runtime.getDeviceCount() > 0
-    except Exception:
-        return False
 
 
 @pytest.mark.skipif(not _gpu_available(), reason="needs CuPy and a GPU")
