@@ -168,6 +168,16 @@ def test_selectors_weighted_equal_repeated_rows(data, selector):
             assert rel(getattr(a, name), getattr(b, name)) <= TOL, name
 
 
+def test_unnormalized_lam_divides_by_the_total_weight(data):
+    """N lam on the unnormalised Gram is W lam with weights: halving every weight is doubling lam."""
+    X, y, _, w, _ = data
+    kw = dict(n_candidates=60, base=fourier(), method="sample", lam_convention="unnormalized", random_state=0)
+    a = dxrf.LeverageScoreSampler(15, lam=0.5, **kw).fit(X, sample_weight=0.5 * w)
+    b = dxrf.LeverageScoreSampler(15, lam=1.0, **kw).fit(X, sample_weight=w)
+    assert a.lam_ == b.lam_ == 1.0 / w.sum()
+    np.testing.assert_array_equal(a.selected_, b.selected_)
+
+
 def test_pca_weighted_equals_repeated_rows(data):
     X, _, _, w, rep = data
     a = RandomFeaturePCA(4, features=fourier()).fit(X, sample_weight=w)

@@ -331,7 +331,9 @@ class LeverageScoreSampler(_BaseSelector):
         selected features, exact, without another pass.
     n_samples_ : int
         Rows the candidates' statistics were accumulated over (about
-        ``n_samples``, exactly ``N`` without it).
+        ``n_samples``, exactly ``N`` without it); with ``sample_weight``
+        their total weight, rounded down (``lam_convention="unnormalized"``
+        divides by the total weight itself).
     n_passes_ : int
         Reads of ``X`` made by ``fit``: 1 (the statistics pass), plus 1 when the
         base map estimated ``bandwidth="median"`` from a random row sample
@@ -442,7 +444,7 @@ class LeverageScoreSampler(_BaseSelector):
 
     def _select(self, base: object, stats: FeatureStats, rng: np.random.Generator, m: int) -> None:
         lams, _ = _check_lam(self.lam)
-        self.lam_ = float(_normalize_lams(lams, self.lam_convention, None, int(stats.n))[0])
+        self.lam_ = float(_normalize_lams(lams, self.lam_convention, None, stats.n)[0])
         # one lam: the Cholesky path of leverage_scores, not select_features' eigendecomposition
         weights, self.dof_ = leverage_scores(stats, self.lam_)
         selected, scales = draw_features(weights, m, self.method, rng)
