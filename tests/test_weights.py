@@ -323,6 +323,13 @@ def test_class_weight_matches_explicit_sample_weight(data, loss):
     b = dxrf.RandomFeatureClassifierCV(bandwidths=[2.0], n_components=[20], alphas=[1e-3], cv=mask, dtype="float64",
                                        random_state=0).fit(X, labels, sample_weight=balanced[labels])
     np.testing.assert_array_equal(a.coef_, b.coef_)
+    kw = dict(loss="hinge", max_passes=2, random_state=0)
+    a = RandomFeatureSGDClassifier(fourier(), class_weight="balanced", **kw).fit(X, labels)
+    b = RandomFeatureSGDClassifier(fourier(), **kw).fit(X, labels, sample_weight=balanced[labels])
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    a = RandomFeatureSGDClassifier(fourier(), class_weight=cw, **kw).partial_fit(X, labels, classes=[0, 1, 2])
+    b = RandomFeatureSGDClassifier(fourier(), **kw).partial_fit(X, labels, classes=[0, 1, 2], sample_weight=per[labels])
+    np.testing.assert_array_equal(a.coef_, b.coef_)
 
 
 def test_balanced_class_weight_on_real_data():
@@ -398,8 +405,12 @@ def test_bad_class_weight_is_refused(data):
         dxrf.RandomFeatureClassifier(fourier(10), class_weight={0: -1.0}).fit(X, labels)
     with pytest.raises(ValueError, match="sums to zero"):
         dxrf.RandomFeatureClassifier(fourier(10), class_weight={0: 0.0, 1: 0.0, 2: 0.0}).fit(X, labels)
-    with pytest.raises(ValueError, match="partial_fit takes a dict or None"):
-        dxrf.RandomFeatureClassifier(fourier(10), class_weight="balanced").partial_fit(X, labels, classes=[0, 1, 2])
+    for est in (dxrf.RandomFeatureClassifier(fourier(10), class_weight="balanced"),
+                RandomFeatureSGDClassifier(fourier(10), class_weight="balanced")):
+        with pytest.raises(ValueError, match="partial_fit takes a dict or None"):
+            est.partial_fit(X, labels, classes=[0, 1, 2])
+    with pytest.raises(ValueError, match="not classes of y"):
+        RandomFeatureSGDClassifier(fourier(10), class_weight={5: 1.0}).fit(X, labels)
     with pytest.raises(ValueError, match="not classes of y"):
         dxrf.RandomFeatureClassifierCV(bandwidths=[1.0], n_components=[5], cv=2, class_weight={9: 1.0}).fit(X, labels)
     with warnings.catch_warnings():

@@ -53,6 +53,8 @@ reproduces a threaded run bit for bit.
 
 from __future__ import annotations
 
+import inspect
+
 from typing import Any
 
 import dask.array as da
@@ -74,7 +76,7 @@ from .._validation import (
 from ..options import get_options
 from ..stats import hashed_split
 from .._target_scale import scale_of
-from .._weights import check_sample_weight
+from .._weights import check_class_weight, check_sample_weight, combined_weight
 from ._base import RandomFeatureModel, TargetScaleMixin, check_validation, is_selector, linear_predict
 
 __all__ = [
@@ -650,6 +652,9 @@ class RandomFeatureSGDClassifier(ClassifierMixin, _BaseSGD):
         ``(s - y)^2 / 2`` (least-squares classification), ``max(0, 1 - y s)``
         (linear SVM, a subgradient), or ``log(1 + exp(-y s))`` (logistic
         regression; enables ``predict_proba``). None is penalised.
+    class_weight : "balanced", dict or None, default=None
+        Weights per class multiplied into ``sample_weight``, as in
+        :class:`~dxrf.RandomFeatureClassifier` (not ``"balanced"`` in ``partial_fit``).
 """
         + _COMMON_PARAMS
         + """
@@ -672,6 +677,25 @@ class RandomFeatureSGDClassifier(ClassifierMixin, _BaseSGD):
     )
 
     _losses = LOSSES
+
+    def __init__(self, features: object = None, *, class_weight: object = None, **params: Any) -> None:
+        super().__init__(features, **params)
+        self.class_weight = class_weight
+
+    # scikit-learn reads the parameters from the signature: the regressor's, plus class_weight
+    __init__.__signature__ = inspect.signature(_BaseSGD.__init__).replace(parameters=[
+        *inspect.signature(_BaseSGD.__init__).parameters.values(),
+        inspect.Parameter("class_weight", inspect.Parameter.KEYWORD_ONLY, default=None, annotation="object"),
+    ])
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        check_class_weight(self.class_weight)
+
+    def _check_partial_params(self) -> None:
+        super()._check_partial_params()
+        if isinstance(check_class_weight(self.class_weight), str):
+            raise ValueError('class_weight="balanced" needs the counts of all the data; partial_fit takes a dict or None')
 
     def fit(self, X: np.ndarray | da.Array, y: np.ndarray | da.Array, sample_weight: object = None) -> RandomFeatureSGDClassifier:
         """Draw the features and run one-vs-rest SGD.
@@ -727,7 +751,8 @@ class RandomFeatureSGDClassifier(ClassifierMixin, _BaseSGD):
             raise ValueError(f"y must be 1-d class labels with one per row of X ({X.shape[0]}), got shape {y.shape}")
         check_batch_labels(y, classes_)
         self.classes_ = classes_
-        self._partial_sgd(X, encode_classes(y, classes_), first, check_sample_weight(sample_weight, int(X.shape[0])))
+        w = combined_weight(check_sample_weight(sample_weight, int(X.shape[0])), self.class_weight, classes_, y)
+        self._partial_sgd(X, encode_classes(y, classes_), first, w)
         return self
 
     def decision_function(self, X: np.ndarray | da.Array) -> np.ndarray | da.Array:
