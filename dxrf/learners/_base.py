@@ -20,6 +20,7 @@ from .._labels import class_labels, encode_classes
 from .._memory import check_statistics
 from .._target_scale import scale_of, unscale
 from .._validation import check_fraction, check_X, is_dask, is_integer
+from .._weights import check_sample_weight, combined_weight
 from ..engine import map_rows
 from ..features.kernel import FeatureKernel
 from ..features.maps import RandomFourierFeatures
@@ -165,18 +166,26 @@ class RandomFeatureModel(SaveMixin, BaseEstimator):
             self, X, y, reset=True, dtype=[np.float64, np.float32], y_numeric=y_numeric, multi_output=multi_output
         )
 
-    def _class_targets(self, X: object, y: object) -> tuple[np.ndarray | da.Array, np.ndarray | da.Array]:
-        """Validate ``X`` and class labels ``y``; set ``classes_``; return ``X`` and the +-1 class columns."""
+    def _class_targets(self, X: object, y: object, sample_weight: object = None) -> tuple:
+        """Validate ``X``, class labels ``y`` and weights; set ``classes_``.
+
+        Returns ``X``, the +-1 class columns and the row weights:
+        ``sample_weight`` times the rows' ``class_weight`` (a parameter of
+        the classifiers), or None when neither is given.
+        """
         X, y = self._validate_Xy(X, y, y_numeric=False, multi_output=False)
         y = y.reshape(-1) if is_dask(y) else np.asarray(y).reshape(-1)
         self.classes_ = class_labels(y, type(self).__name__)
-        return X, encode_classes(y, self.classes_)
+        w = check_sample_weight(sample_weight, int(X.shape[0]))
+        w = combined_weight(w, getattr(self, "class_weight", None), self.classes_, y)
+        return X, encode_classes(y, self.classes_), w
 
-    def _regression_targets(self, X: object, y: object) -> tuple[np.ndarray | da.Array, np.ndarray | da.Array]:
-        """Validate ``X`` and a numeric ``y`` (1 or k columns), as floats; set ``y_scale_``."""
+    def _regression_targets(self, X: object, y: object, sample_weight: object = None) -> tuple:
+        """Validate ``X``, a numeric ``y`` (1 or k columns, as floats) and ``sample_weight``; set ``y_scale_``."""
         self.y_scale_ = scale_of(y)
         X, y = self._validate_Xy(X, y, y_numeric=True, multi_output=True)
-        return X, y if np.issubdtype(y.dtype, np.floating) else y.astype(np.float64)
+        w = check_sample_weight(sample_weight, int(X.shape[0]))
+        return X, (y if np.issubdtype(y.dtype, np.floating) else y.astype(np.float64)), w
 
     def _features_pass(
         self,
@@ -187,6 +196,7 @@ class RandomFeatureModel(SaveMixin, BaseEstimator):
         validation_seed: int = 0,
         task: str | None = None,
         classes: np.ndarray | None = None,
+        sample_weight: np.ndarray | da.Array | None = None,
     ) -> tuple[FeatureStats, FeatureStats | None]:
         """Fit the features and accumulate their statistics in one pass.
 
@@ -197,7 +207,8 @@ class RandomFeatureModel(SaveMixin, BaseEstimator):
         Returns the training statistics of the final features and, with a
         ``validation`` fraction or mask, the validation statistics. A selector
         selects from the *training* statistics only, so validation rows stay
-        unseen by every choice made on them.
+        unseen by every choice made on them. ``sample_weight`` (checked)
+        weighs every statistic, hence the selection and the solve.
         """
         features = self._make_features()
         validation = check_validation(validation, X.shape[0])
@@ -220,12 +231,12 @@ class RandomFeatureModel(SaveMixin, BaseEstimator):
             # two-stage selection: the candidates over a hashed row sample (pass
             # 1), then only the selected features over all rows (pass 2)
             first = accumulate(X, Y, kernel, split=validation, split_seed=validation_seed,
-                               subsample=sample[0], subsample_seed=sample[1])
+                               subsample=sample[0], subsample_seed=sample[1], sample_weight=sample_weight)
             features.fit_from_stats(candidates, first[0] if validation is not None else first, task=task,
                                     classes=classes)
             kernel = features.kernel_
             passes += 1
-        stats = accumulate(X, Y, kernel, split=validation, split_seed=validation_seed)
+        stats = accumulate(X, Y, kernel, split=validation, split_seed=validation_seed, sample_weight=sample_weight)
         passes += 1
         train, valid = stats if validation is not None else (stats, None)
         if is_selector(features) and sample is None:
