@@ -435,3 +435,17 @@ def test_weighted_cupy_blocks_match_numpy(data):
         assert g.n == h.n
         for key in ("gram", "sum", "cross", "yy"):
             assert rel(getattr(g, key), getattr(h, key)) <= 1e-5, key
+
+
+def test_nystroem_weighted_equals_repeated_rows(data):
+    # the whitening applies to the weighted M x M statistics: n is the total weight there too
+    X, y, _, w, rep = data
+    nys = dxrf.NystroemFeatures(30, bandwidth=1.5, landmarks=X[:30], random_state=0)
+    a = accumulate(X, y, features=nys.fit(X), sample_weight=w)
+    b = accumulate(X[rep], y[rep], features=nys.fit(X))
+    assert a.n == pytest.approx(w.sum()) and b.n == len(rep)
+    for name in ("gram", "sum", "cross", "ysum", "yy"):
+        assert rel(getattr(a, name), getattr(b, name)) <= TOL, name
+    r1 = dxrf.RandomFeatureRidge(nys, alpha=1e-4).fit(X, y, sample_weight=w)
+    r2 = dxrf.RandomFeatureRidge(nys, alpha=1e-4).fit(X[rep], y[rep])
+    assert rel(r1.coef_, r2.coef_) <= 1e-7
