@@ -365,3 +365,16 @@ def test_cli_fits_a_multinomial_model(tmp_path, cluster2):
     # --alphas is a ridge path: refused in one line
     proc = run("fit", str(tmp_path / "train.zarr"), "--model", "multinomial", "--alphas", "1e-3,1e-2", "--out", str(tmp_path / "x"))
     assert proc.returncode == 2 and "dxrf: error:" in proc.stderr and "give --alpha for multinomial" in proc.stderr
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_search_refits_the_multinomial_loss(data):
+    X, y, _, _ = data
+    cv = dxrf.RandomFeatureClassifierCV(
+        loss="multinomial", bandwidths=[1.0, 3.0], n_components=[20], alphas=[1e-3, 1e-2], cv=3, max_iter=1000,
+        random_state=0,
+    ).fit(X, y)
+    assert cv.coef_.shape == (K, 20) and cv.solver_ == "lbfgs" and cv.converged_
+    ref = fit_multinomial(X, np.where(y[:, None] == np.arange(K), 1, -1), cv.kernel_, alpha=cv.alpha_, tol=cv.tol, max_iter=1000)
+    np.testing.assert_allclose(cv.coef_, ref.coef.T, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(cv.predict_proba(X).sum(axis=1), 1.0, rtol=1e-14)
