@@ -174,15 +174,8 @@ class RandomFeatureClassifier(PartialFitMixin, _RidgeSolveMixin, ClassifierMixin
             return self
         return self._fit_logistic(X, T)
 
-    def _has_partial_fit(self) -> bool:
-        # only the squared loss has statistics that add up; scikit-learn's checks then skip it
-        if self.loss != "squared":
-            raise AttributeError(f"partial_fit needs loss='squared' (statistics that add up), got loss={self.loss!r}")
-        return True
-
-    @available_if(_has_partial_fit)
     def partial_fit(self, X: np.ndarray | da.Array, y: np.ndarray | da.Array, classes: object = None) -> RandomFeatureClassifier:
-        """Add a batch of rows and solve again (``loss="squared"`` only: other losses have no ``partial_fit``).
+        """Add a batch of rows and solve again (``loss="squared"`` only).
 
         As :meth:`RandomFeatureRidge.partial_fit` on the +-1 class columns:
         the first call fixes the features (a map is fitted on this batch, a
@@ -205,6 +198,8 @@ class RandomFeatureClassifier(PartialFitMixin, _RidgeSolveMixin, ClassifierMixin
         self
         """
         self._partial_check()
+        if self.loss != "squared":
+            raise ValueError(f"partial_fit needs loss='squared' (statistics that add up), got loss={self.loss!r}")
         first = not self._partial_started()
         if first and classes is None and self._after_fit():
             classes = self.classes_  # partial_fit after fit keeps its classes
