@@ -3,8 +3,9 @@
 :func:`_block_sums` is a pure NumPy function of one block of rows and a
 :class:`_Spec` (what the pass computes); its :class:`_Sums` add up over
 blocks, and :func:`_finalize` brings the total to scaled-feature coordinates.
-:func:`logistic_block` and :func:`logistic_hvp_block` are the public
-per-block functions on top of it.
+:func:`logistic_block` and :func:`logistic_hvp_block` (binary) and
+:func:`softmax_block` and :func:`softmax_hvp_block` (multinomial) are the
+public per-block functions on top of it.
 """
 
 from __future__ import annotations
@@ -148,6 +149,8 @@ def _block_sums(
     ``sqrt(w)`` appended for the intercept, summed in the kernel dtype over
     :data:`_FLUSH_ROWS` rows and then added to the float64 total.
     ``check=False`` skips the finiteness check of X (input checked before).
+    With ``spec.multinomial`` the K point columns are one softmax: the per-row
+    terms come from :func:`~.softmax.softmax_rows`, the products are the same.
     """
     if check:
         X = check_block(X, kernel.n_features_in, row_offset)
