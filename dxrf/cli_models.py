@@ -17,7 +17,7 @@ __all__ = ["add_model_commands", "build_features", "build_model"]
 
 FEATURE_MAPS = ("rff", "relu", "maxout", "linear")
 SELECTIONS = ("none", "elss", "elss-sample", "elss-top", "eerf", "lkrf", "lkrf-top")
-MODELS = ("ridge", "logistic", "sgd")
+MODELS = ("ridge", "logistic", "multinomial", "sgd")
 # options that are grids in a search; given none of them, `dxrf fit` runs the default search
 GRID_OPTIONS = ("bandwidth", "n_components", "select", "lam", "rho", "alphas", "alpha", "method", "cv")
 
@@ -102,7 +102,7 @@ def is_search(args: argparse.Namespace) -> bool:
 
     ``--alphas`` alone keeps the plain fit's penalty path on a hold-out (``--validation``).
     """
-    if args.features != "rff" or args.model not in ("ridge", "logistic"):
+    if args.features != "rff" or args.model not in ("ridge", "logistic", "multinomial"):
         return False
     given = [getattr(args, k) for k in GRID_OPTIONS if getattr(args, k) is not None]
     several = any(len(getattr(args, k) or ()) > 1 for k in ("bandwidth", "n_components", "select", "lam", "rho"))
@@ -126,8 +126,8 @@ def build_search(args: argparse.Namespace, classification: bool) -> object:
     import dxrf
     from dxrf.learners.search_cv import DEFAULT_ALPHAS, DEFAULT_BANDWIDTHS, DEFAULT_N_COMPONENTS
 
-    if args.model == "logistic" and not classification:
-        raise ValueError("--model logistic needs a classification target (the data's y has no classes)")
+    if args.model in ("logistic", "multinomial") and not classification:
+        raise ValueError(f"--model {args.model} needs a classification target (the data's y has no classes)")
     alphas = args.alphas if args.alphas is not None else ([args.alpha] if args.alpha is not None else DEFAULT_ALPHAS)
     cv = args.cv if args.cv is not None else (args.validation if args.validation is not None else 5)
     common = dict(
@@ -147,7 +147,7 @@ def build_search(args: argparse.Namespace, classification: bool) -> object:
     if classification:
         # chosen by validation accuracy: one more pass scores every configuration
         return dxrf.RandomFeatureClassifierCV(
-            loss="logistic" if args.model == "logistic" else "squared", scoring="accuracy", **common
+            loss=args.model if args.model in ("logistic", "multinomial") else "squared", scoring="accuracy", **common
         )
     return dxrf.RandomFeatureRidgeCV(**common)
 
@@ -191,12 +191,12 @@ def build_model(args: argparse.Namespace, classification: bool) -> object:
     if args.model == "ridge":
         cls = dxrf.RandomFeatureClassifier if classification else dxrf.RandomFeatureRidge
         return cls(features, alpha=alpha, alphas=alphas, validation=args.validation, random_state=args.seed)
-    if args.model == "logistic":
+    if args.model in ("logistic", "multinomial"):
         if not classification:
-            raise ValueError("--model logistic needs a classification target (the data's y has no classes)")
+            raise ValueError(f"--model {args.model} needs a classification target (the data's y has no classes)")
         if alphas:
-            raise ValueError("--alphas is for --model ridge; give --alpha for logistic")
-        return dxrf.RandomFeatureClassifier(features, loss="logistic", alpha=alpha, random_state=args.seed)
+            raise ValueError(f"--alphas is for --model ridge; give --alpha for {args.model}")
+        return dxrf.RandomFeatureClassifier(features, loss=args.model, alpha=alpha, random_state=args.seed)
     try:
         from dxrf.learners.sgd import (
             RandomFeatureSGDClassifier,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dask.array as da
 import numpy as np
-from scipy.special import expit
+from scipy.special import expit, log_softmax, softmax
 from sklearn.base import ClassifierMixin
 from sklearn.utils.metaestimators import available_if
 
@@ -17,7 +17,7 @@ from .ridge import _RidgeSolveMixin, check_alphas
 
 __all__ = ["RandomFeatureClassifier", "LOSSES", "encode_classes"]
 
-LOSSES = ("squared", "logistic")
+LOSSES = ("squared", "logistic", "multinomial")
 
 
 class RandomFeatureClassifier(PartialFitMixin, _RidgeSolveMixin, ClassifierMixin, RandomFeatureModel):
@@ -34,6 +34,14 @@ class RandomFeatureClassifier(PartialFitMixin, _RidgeSolveMixin, ClassifierMixin
       Newton/IRLS (one pass per iteration) or, when the M x M Hessians are
       too large, by L-BFGS with one pass per gradient
       (:func:`dxrf.learners.logistic.fit_logistic`).
+    - ``loss="multinomial"``: L2-penalised softmax regression over all classes,
+      ``(1/N) sum [logsumexp(f_n) - f_{n, y_n}] + (alpha/2) |W|_F^2`` with
+      unpenalised intercepts (scikit-learn's multinomial
+      ``LogisticRegression(C=1/(N alpha))``), by L-BFGS (one pass per
+      gradient) or Newton-CG (``solver="newton-cg"``; one pass per
+      Hessian-vector product) (:func:`dxrf.learners.logistic.fit_multinomial`).
+      With two classes the softmax of two scores is stored as one:
+      ``coef_ = W_1 - W_0``, and ``predict_proba`` is ``expit`` of it.
 
     With a selector as ``features``, selection uses the same first pass
     (supervised selectors see the +-1 class columns).
@@ -42,7 +50,7 @@ class RandomFeatureClassifier(PartialFitMixin, _RidgeSolveMixin, ClassifierMixin
     ----------
     features : feature map or selector, optional
         Default ``RandomFourierFeatures(n_components=100, bandwidth="median")``.
-    loss : {"squared", "logistic"}, default="squared"
+    loss : {"squared", "logistic", "multinomial"}, default="squared"
     alpha : float, default=1e-3
         L2 penalty (on the ``1/N``-normalised loss).
     alphas : array-like, optional
@@ -51,7 +59,8 @@ class RandomFeatureClassifier(PartialFitMixin, _RidgeSolveMixin, ClassifierMixin
         Validation rows for ``alphas`` (default 0.2 with ``alphas``).
     fit_intercept : bool, default=True
     solver : {"auto", "newton", "lbfgs", "newton-cg"}, default="auto"
-        Logistic solver.
+        Logistic solver ("newton" is not available for the multinomial loss;
+        "auto" is "lbfgs" there).
     max_iter : int, default=100
         Logistic iterations.
     tol : float, default=1e-8
@@ -135,10 +144,15 @@ class RandomFeatureClassifier(PartialFitMixin, _RidgeSolveMixin, ClassifierMixin
         check_class_weight(self.class_weight)
         check_solver_options(self.max_iter, self.tol)  # whatever the loss: a bad value is bad before it matters
         grid = check_alphas(self.alpha, self.alphas)
-        if self.loss == "logistic" and grid is not None:
-            raise ValueError("alphas (a one-pass penalty path) is available for loss='squared'; for logistic use alpha")
-        if self.loss == "logistic" and self.alpha <= 0:
-            raise ValueError(f"alpha must be positive for loss='logistic', got {self.alpha!r}")
+        if self.loss != "squared" and grid is not None:
+            raise ValueError(f"alphas (a one-pass penalty path) is available for loss='squared'; for {self.loss} use alpha")
+        if self.loss != "squared" and self.alpha <= 0:
+            raise ValueError(f"alpha must be positive for loss={self.loss!r}, got {self.alpha!r}")
+        if self.loss == "multinomial" and self.solver == "newton":
+            raise ValueError(
+                "solver='newton' is not available for loss='multinomial' (its Hessian would have (K (M + 1))^2 "
+                "entries): use 'lbfgs', 'newton-cg' or 'auto'"
+            )
         return grid
 
     def fit(self, X: np.ndarray | da.Array, y: np.ndarray | da.Array, sample_weight: object = None) -> RandomFeatureClassifier:
@@ -237,6 +251,8 @@ class RandomFeatureClassifier(PartialFitMixin, _RidgeSolveMixin, ClassifierMixin
         """Logistic regression on ``kernel``'s features with penalty ``alpha_``; its passes are added to ``n_passes_``."""
         from .logistic import fit_logistic
 
+        if self.loss == "multinomial":
+            return self._multinomial_refit(X, T, kernel, sample_weight)
         result = fit_logistic(
             X, T, kernel, alpha=self.alpha_, solver=self.solver, max_iter=self.max_iter,
             tol=self.tol, fit_intercept=self.fit_intercept, hessian_rows=self.hessian_rows,
@@ -248,6 +264,29 @@ class RandomFeatureClassifier(PartialFitMixin, _RidgeSolveMixin, ClassifierMixin
         self.n_passes_ += int(result.n_passes)
         self.solver_ = result.solver
         self.hessian_rows_ = int(result.hessian_rows)
+        self.converged_ = bool(result.converged)
+        return self
+
+    def _multinomial_refit(self, X, T, kernel, sample_weight=None) -> RandomFeatureClassifier:
+        from .logistic import fit_multinomial
+
+        if T.shape[1] == 1:  # two classes: the one +-1 column becomes one-hot columns
+            T = (da if is_dask(T) else np).concatenate([-T, T], axis=1)
+        result = fit_multinomial(
+            X, T, kernel, alpha=self.alpha_, solver=self.solver, max_iter=self.max_iter,
+            tol=self.tol, fit_intercept=self.fit_intercept, hessian_rows=self.hessian_rows,
+            sample_weight=sample_weight,
+        )
+        coef, intercept = result.coef.T, result.intercept
+        if coef.shape[0] == 2:
+            # softmax([f0, f1]) = [1 - expit(f1 - f0), expit(f1 - f0)]: the binary layout
+            coef, intercept = coef[1:] - coef[:1], intercept[1:] - intercept[:1]
+        self.coef_ = np.ascontiguousarray(coef)
+        self.intercept_ = np.asarray(intercept)
+        self.n_iter_ = int(result.n_iter)
+        self.n_passes_ += int(result.n_passes)
+        self.solver_ = result.solver
+        self.hessian_rows_ = 0
         self.converged_ = bool(result.converged)
         return self
 
@@ -271,17 +310,25 @@ class RandomFeatureClassifier(PartialFitMixin, _RidgeSolveMixin, ClassifierMixin
         return classes[np.argmax(scores, axis=1)]
 
     def _is_logistic(self) -> bool:
-        return self.loss == "logistic"
+        return self.loss in ("logistic", "multinomial")
 
     @available_if(_is_logistic)
     def predict_proba(self, X: np.ndarray | da.Array) -> np.ndarray | da.Array:
-        """Class probabilities (logistic loss only; one-vs-rest scores normalised for more classes)."""
+        """Class probabilities (logistic losses only).
+
+        Multinomial: the softmax of the scores (computed from shifted scores, so
+        no overflow; rows sum to 1). Logistic: one-vs-rest scores normalised
+        for more than two classes.
+        """
         scores = self.decision_function(X)
+        multinomial = self.loss == "multinomial"
 
         def proba(s: np.ndarray) -> np.ndarray:
             if s.ndim == 1:
                 p = expit(s)
                 return np.column_stack([1.0 - p, p])
+            if multinomial:
+                return softmax(s, axis=1)
             p = expit(s)
             return p / p.sum(axis=1, keepdims=True)
 
@@ -294,6 +341,10 @@ class RandomFeatureClassifier(PartialFitMixin, _RidgeSolveMixin, ClassifierMixin
 
     @available_if(_is_logistic)
     def predict_log_proba(self, X: np.ndarray | da.Array) -> np.ndarray | da.Array:
-        """Logarithm of :meth:`predict_proba`."""
+        """Logarithm of :meth:`predict_proba` (multinomial: ``log_softmax`` of the scores, finite)."""
+        if self.loss == "multinomial":
+            scores = self.decision_function(X)
+            if scores.ndim == 2:
+                return scores.map_blocks(log_softmax, axis=1, dtype=np.float64) if is_dask(scores) else log_softmax(scores, axis=1)
         p = self.predict_proba(X)
         return da.log(p) if is_dask(p) else np.log(p)

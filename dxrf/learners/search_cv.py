@@ -457,9 +457,10 @@ class RandomFeatureClassifierCV(_SearchCV, RandomFeatureClassifier):
     column for two classes, one per class otherwise), as
     :class:`RandomFeatureClassifier` with ``loss="squared"``: the validation
     score is the R^2 of those columns (and ``mean_validation_mse`` their
-    MSE), exact from the statistics. With ``loss="logistic"`` the chosen
-    configuration's features and ``alpha`` are then refitted by L2-penalised
-    logistic regression on all rows (its passes are added to ``n_passes_``).
+    MSE), exact from the statistics. With ``loss="logistic"`` (or
+    ``"multinomial"``) the chosen configuration's features and ``alpha`` are
+    then refitted by L2-penalised logistic (or softmax) regression on all rows
+    (its passes are added to ``n_passes_``).
 
     Parameters
     ----------{_SEARCH_PARAMETERS}
@@ -469,7 +470,7 @@ class RandomFeatureClassifierCV(_SearchCV, RandomFeatureClassifier):
         fraction of validation rows classified right, from one more pass
         that scores every configuration's models at once. Both are in
         ``cv_results_`` with ``"accuracy"`` (``mean_test_r2``, ``mean_test_accuracy``).
-    loss : {{"squared", "logistic"}}, default="squared"
+    loss : {{"squared", "logistic", "multinomial"}}, default="squared"
     solver, max_iter, tol, hessian_rows
         Of the logistic refit; see :class:`RandomFeatureClassifier`.
     class_weight : "balanced", dict or None, default=None
@@ -536,5 +537,5 @@ class RandomFeatureClassifierCV(_SearchCV, RandomFeatureClassifier):
             self.n_iter_ = 1
             return self
         if self.alpha_ <= 0:
-            raise ValueError("loss='logistic' needs a positive penalty: the search chose alpha=0; remove 0 from alphas")
+            raise ValueError(f"loss={self.loss!r} needs a positive penalty: the search chose alpha=0; remove 0 from alphas")
         return self._logistic_refit(X, T, kernel, w)

@@ -90,7 +90,9 @@ Hessian row sample by global row index), ``sums`` (the per-block kernel and
 the public per-block functions), ``passes`` (the pass runner on
 :mod:`dxrf.engine`), ``batching`` (requests of the per-class solvers served by
 shared passes), ``newton``, ``newton_cg`` and ``lbfgs`` (the solvers) and
-``fit`` (:func:`fit_logistic`, :func:`choose_solver`).
+``fit`` (:func:`fit_logistic`, :func:`choose_solver`); ``softmax`` (the per-row
+terms of the multinomial loss) and ``multinomial`` (:func:`fit_multinomial`:
+one softmax over all K classes, by L-BFGS or Newton-CG on the same passes).
 """
 
 from __future__ import annotations
@@ -106,19 +108,38 @@ from .fit import (
     fit_logistic,
     newton_hessian_bytes,
 )
+from .multinomial import MULTINOMIAL_SOLVERS, MultinomialResult, fit_multinomial
 from .objective import _LINE_STEPS, _check_labels, _Objective, _softplus
 from .passes import _PassRunner
 from .sample import _HESS_BLOCK, HESSIAN_ROWS_PER_PARAMETER, _hessian_period, _hessian_runs
-from .sums import LogisticSums, _block_sums, _finalize, _make_spec, _Spec, _Sums, logistic_block, logistic_hvp_block
+from .softmax import class_index, softmax_rows
+from .sums import (
+    LogisticSums,
+    _block_sums,
+    _finalize,
+    _make_spec,
+    _Spec,
+    _Sums,
+    logistic_block,
+    logistic_hvp_block,
+    softmax_block,
+    softmax_hvp_block,
+)
 
 __all__ = [
     "NEWTON_MAX_COMPONENTS",
     "NEWTON_MAX_HESSIAN_BYTES",
+    "MULTINOMIAL_SOLVERS",
     "LogisticResult",
+    "MultinomialResult",
     "LogisticSums",
     "choose_solver",
     "fit_logistic",
+    "fit_multinomial",
     "logistic_block",
     "logistic_hvp_block",
     "newton_hessian_bytes",
+    "softmax_block",
+    "softmax_hvp_block",
+    "softmax_rows",
 ]

@@ -19,7 +19,12 @@ from .sums import _make_spec
 
 @dataclasses.dataclass
 class _Request:
-    """What one class needs from the next pass, at ``point`` = [theta; beta] (M + 1,)."""
+    """What one solver needs from the next pass, at ``point`` = [theta; beta] (M + 1,).
+
+    For the multinomial problem the point, ``direction`` and ``vector`` are
+    (M + 1, K) matrices flattened row by row, and so are the replies'
+    ``grad`` and ``hv``.
+    """
 
     point: np.ndarray
     grad: bool = True
@@ -50,39 +55,55 @@ _Solver = Generator[_Request, _Reply, _Outcome]
 
 
 def _batch_pass(runner: _PassRunner, requests: dict[int, _Request]) -> dict[int, _Reply]:
-    """Serve the requests of several classes with ONE pass."""
+    """Serve the requests of several solvers with ONE pass.
+
+    Solver k owns the ``runner.width`` label columns from ``k * width``: its
+    point is their (M + 1, width) coefficient matrix (width 1: one binary problem).
+    """
     ks = sorted(requests)
     reqs = [requests[k] for k in ks]
-    points = np.column_stack([r.point for r in reqs])
+    c = runner.width
+    m1 = runner.kernel.n_components + 1
+
+    def stack(vectors: list[np.ndarray]) -> np.ndarray:
+        return np.column_stack([v.reshape(m1, c) for v in vectors])
+
     def pick(cond: Callable[[_Request], bool]) -> np.ndarray:
+        # the solvers (positions in reqs) that need it
         return np.array([j for j, r in enumerate(reqs) if cond(r)], dtype=np.intp)
+
+    def columns(js: np.ndarray) -> np.ndarray:  # their batch (or label) columns
+        return (js[:, None] * c + np.arange(c)).ravel()
 
     grad, hess = pick(lambda r: r.grad), pick(lambda r: r.hessian)
     line, hv = pick(lambda r: r.direction is not None), pick(lambda r: r.vector is not None)
     spec = _make_spec(
         runner.kernel,
-        np.array(ks),
-        points,
-        grad,
-        hess,
-        line=line,
-        directions=np.column_stack([reqs[j].direction for j in line]) if line.size else None,
-        hv=hv,
-        vectors=np.column_stack([reqs[j].vector for j in hv]) if hv.size else None,
+        columns(np.array(ks, dtype=np.intp)),
+        stack([r.point for r in reqs]),
+        columns(grad),
+        hess,  # binary problems only
+        line=columns(line),
+        directions=stack([reqs[j].direction for j in line]) if line.size else None,
+        hv=columns(hv),
+        vectors=stack([reqs[j].vector for j in hv]) if hv.size else None,
         precise=runner.precise,
         hess_period=runner.hess_period,
+        multinomial=runner.multinomial,
     )
     out = runner(spec)
     replies = {k: _Reply() for k in ks}
+    # the i-th solver of a kind owns columns i*c .. (i+1)*c - 1 of that kind's sums;
+    # losses are split by column (by class for the softmax), so they add up
     for i, j in enumerate(grad):
-        replies[ks[j]].loss = float(out.loss[i])
-        replies[ks[j]].grad = out.grad[:, i]
+        replies[ks[j]].loss = float(out.loss[i * c : (i + 1) * c].sum())
+        replies[ks[j]].grad = out.grad[:, i * c : (i + 1) * c].ravel()
     for i, j in enumerate(hess):
         replies[ks[j]].hessian = out.hess[i]
     for i, j in enumerate(line):
-        replies[ks[j]].line = out.line[:, i]
+        replies[ks[j]].line = out.line[:, i * c : (i + 1) * c].sum(axis=1)
     for i, j in enumerate(hv):
-        replies[ks[j]].hv = out.hv[:, i]
+        replies[ks[j]].hv = out.hv[:, i * c : (i + 1) * c].ravel()
     return replies
 
 

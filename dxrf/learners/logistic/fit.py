@@ -154,6 +154,14 @@ def check_solver_options(max_iter: object, tol: object) -> tuple[int, float]:
     return check_int(max_iter, "max_iter"), check_nonnegative(tol, "tol", what="a finite number >= 0")
 
 
+def row_weights(sample_weight: object, n: int) -> tuple[np.ndarray | da.Array | None, float]:
+    """Checked row weights (None for none) and the objective's divisor: the total weight, else ``n``."""
+    weights = check_sample_weight(sample_weight, n)
+    # the objective is a weighted mean: divided by the total weight
+    total = n if weights is None else float(weights.sum().compute() if is_dask(weights) else weights.sum())
+    return weights, total
+
+
 def fit_logistic(
     X: np.ndarray | da.Array,
     T: np.ndarray | da.Array,
@@ -247,9 +255,7 @@ def fit_logistic(
     kernel = resolve_kernel(kernel, X)
     m = kernel.n_components
     X, T, n, k = _prepare(X, T, kernel)
-    weights = check_sample_weight(sample_weight, n)
-    # the objective is a weighted mean: divided by the total weight
-    total = n if weights is None else float(weights.sum().compute() if is_dask(weights) else weights.sum())
+    weights, total = row_weights(sample_weight, n)
     W0 = _initial_points(coef_init, intercept_init, m, k, bool(fit_intercept))
     chosen = choose_solver(m, k) if solver == "auto" else solver
     # scipy's L-BFGS line search compares function values, so float32 features get

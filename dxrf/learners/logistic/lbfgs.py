@@ -62,10 +62,10 @@ def _threaded(run: Callable[[Callable[[_Request], _Reply]], object]) -> Generato
 
 def _lbfgs(obj: _Objective, w: np.ndarray, tol: float, max_iter: int) -> _Solver:
     """scipy's L-BFGS-B, one pass per function-and-gradient evaluation."""
-    d, m = obj.dim, obj.m
+    d = obj.dim
 
     def point(x: np.ndarray) -> np.ndarray:
-        p = np.zeros(m + 1)
+        p = np.zeros(obj.size)
         p[:d] = x
         return p
 

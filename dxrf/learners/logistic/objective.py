@@ -49,11 +49,17 @@ def _check_labels(T: np.ndarray, n: int, row_offset: int = 0) -> np.ndarray:
 
 
 class _Objective:
-    """``L = loss / N + alpha/2 |theta|^2`` and its derivatives from a pass's sums."""
+    """``L = loss / N + alpha/2 |theta|^2`` and its derivatives from a pass's sums.
 
-    def __init__(self, n: int, alpha: float, m: int, fit_intercept: bool, dtype: np.dtype) -> None:
+    A point is ``[theta; beta]``: ``m`` penalised coefficients, then ``intercepts``
+    unpenalised ones (1 for a binary problem; K for the multinomial one, whose
+    point is the (M + 1, K) matrix flattened row by row).
+    """
+
+    def __init__(self, n: int, alpha: float, m: int, fit_intercept: bool, dtype: np.dtype, intercepts: int = 1) -> None:
         self.n, self.alpha, self.m, self.fit_intercept = n, alpha, m, fit_intercept
-        self.dim = m + 1 if fit_intercept else m  # free parameters
+        self.size = m + intercepts  # entries of a point
+        self.dim = self.size if fit_intercept else m  # free parameters, first in a point
         self.ftol = _FTOL[np.dtype(dtype)]
 
     def value(self, loss_sum: float, w: np.ndarray) -> float:
@@ -66,7 +72,7 @@ class _Objective:
         out = total / self.n
         out[: self.m] += self.alpha * v[: self.m]
         if not self.fit_intercept:
-            out[self.m] = 0.0
+            out[self.m :] = 0.0
         return out
 
     def gradient(self, grad_sum: np.ndarray, w: np.ndarray) -> np.ndarray:

@@ -48,7 +48,8 @@ def _partial_bytes(spec: _Spec, m: int) -> int:
 class _PassRunner:
     """Runs passes over (X, T): in this process for NumPy input, on the scheduler for dask.
 
-    ``count`` is the number of passes made. NumPy X is checked once here
+    ``count`` is the number of passes made. ``multinomial``: one solver whose
+    point is the (M + 1, K) matrix of the softmax over all K label columns. NumPy X is checked once here
     (its blocks are then trusted); dask blocks are checked in their tasks.
     """
 
@@ -61,10 +62,14 @@ class _PassRunner:
         precise: bool = False,
         hess_period: int = 1,
         weights: np.ndarray | da.Array | None = None,
+        multinomial: bool = False,
     ) -> None:
         self.kernel = kernel
         self.precise = precise
         self.hess_period = hess_period
+        self.multinomial = multinomial
+        # label columns per solver: one binary problem each, or all K for one softmax
+        self.width = int(T.shape[1]) if multinomial else 1
         self.progress = progress  # None: a bar when stderr is a terminal
         self.count = 0
         self.tile_rows = _tile_rows(kernel)

@@ -3,8 +3,9 @@
 :func:`_block_sums` is a pure NumPy function of one block of rows and a
 :class:`_Spec` (what the pass computes); its :class:`_Sums` add up over
 blocks, and :func:`_finalize` brings the total to scaled-feature coordinates.
-:func:`logistic_block` and :func:`logistic_hvp_block` are the public
-per-block functions on top of it.
+:func:`logistic_block` and :func:`logistic_hvp_block` (binary) and
+:func:`softmax_block` and :func:`softmax_hvp_block` (multinomial) are the
+public per-block functions on top of it.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from ...features.kernel import FeatureKernel
 from ...options import get_options
 from .objective import _LINE_STEPS, _check_labels, _softplus
 from .sample import _hessian_runs
+from .softmax import class_index, softmax_rows
 
 _TILE_ROWS = 2048  # rows per tile by default: a tile and its copies stay in cache
 _FLUSH_ROWS = 16384  # rows summed into a Hessian in the kernel dtype before the float64 total
@@ -74,6 +76,7 @@ class _Spec:
     vintercept: np.ndarray
     precise: bool = False  # float64 scores for float32 kernels (see _block_sums)
     hess_period: int = 1  # Hessians from the rows of every hess_period-th block of _HESS_BLOCK (1: all rows)
+    multinomial: bool = False  # the K point columns are one softmax (see softmax.py); no Hessians
 
 
 @dataclasses.dataclass(eq=False)
@@ -149,6 +152,8 @@ def _block_sums(
     ``check=False`` skips the finiteness check of X (input checked before).
     ``weights`` (float64, one per row, checked before) multiply every row's
     loss, gradient, Hessian and Hessian-vector terms; ``n`` is then their sum.
+    With ``spec.multinomial`` the K point columns are one softmax: the per-row
+    terms come from :func:`~.softmax.softmax_rows`, the products are the same.
     """
     if check:
         X = check_block(X, kernel.n_features_in, row_offset)
@@ -165,6 +170,7 @@ def _block_sums(
     if n == 0:
         return sums
     labels = T[:, spec.cols]
+    classes = class_index(labels, row_offset) if spec.multinomial else None
     tile_rows = max(1, min(tile_rows, n))
     # float32 scores (and float32 coefficients) make the loss steppy at ~1e-10 relative,
     # which stalls scipy's L-BFGS line search: "precise" passes score in float64
@@ -225,23 +231,57 @@ def _block_sums(
         f = S[:, :ka]
         if kc > ka:
             f += S[:, ka:kc]
-        t = t_buf[:rows]
-        np.copyto(t, labels[lo:hi])
-        margin = np.multiply(t, f, out=margin_buf[:rows])
-        np.negative(margin, out=margin)  # the loss is softplus(margin)
-        p = expit(margin, out=p_buf[:rows])  # sigma(-t f)
-        w = np.subtract(1.0, p, out=w_buf[:rows])
-        w *= p  # sigma(f)(1 - sigma(f)), the same for both labels
         rw = None if weights is None else weights[lo:hi, None]
-        if rw is not None:
-            w *= rw  # the row weights enter Hessians and Hessian-vector products here
-        if nr:
-            R = resid[:rows]
-            np.multiply(t[:, spec.grad], p[:, spec.grad], out=R[:, :ng])
-            np.negative(R[:, :ng], out=R[:, :ng])  # d loss / d f
+        R = resid[:rows]
+        if spec.multinomial:
+            loss, line = softmax_rows(
+                f, classes[lo:hi],
+                grad_out=R[:, :ng] if ng else None,
+                u=S[:, kc + nl :] if nv else None,
+                hv_out=R[:, ng:] if nv else None,
+                d=S[:, kc : kc + nl] if nl else None,
+                steps=spec.steps if nl else None,
+                weights=None if rw is None else rw[:, 0],
+            )
+            if ng:
+                sums.loss += loss
+            if nl:
+                sums.line += line
+        else:
+            t = t_buf[:rows]
+            np.copyto(t, labels[lo:hi])
+            margin = np.multiply(t, f, out=margin_buf[:rows])
+            np.negative(margin, out=margin)  # the loss is softplus(margin)
+            p = expit(margin, out=p_buf[:rows])  # sigma(-t f)
+            w = np.subtract(1.0, p, out=w_buf[:rows])
+            w *= p  # sigma(f)(1 - sigma(f)), the same for both labels
             if rw is not None:
-                R[:, :ng] *= rw
-            np.multiply(S[:, kc + nl :], w[:, spec.hv], out=R[:, ng:])
+                w *= rw  # the row weights enter Hessians and Hessian-vector products here
+            if nr:
+                np.multiply(t[:, spec.grad], p[:, spec.grad], out=R[:, :ng])
+                np.negative(R[:, :ng], out=R[:, :ng])  # d loss / d f
+                if rw is not None:
+                    R[:, :ng] *= rw
+                np.multiply(S[:, kc + nl :], w[:, spec.hv], out=R[:, ng:])
+            if ng:
+                lv = loss_buf[:rows]
+                np.copyto(lv, margin[:, spec.grad])
+                lv = _softplus(lv, loss_tmp[:rows])
+                if rw is not None:
+                    lv *= rw
+                sums.loss += lv.sum(axis=0)
+            if nl:
+                # the losses along the segment: a line search costs no features
+                ms = line_buf[:rows]
+                np.multiply(line_c, S[:, None, kc : kc + nl], out=ms)
+                np.subtract(f[:, None, spec.line], ms, out=ms)
+                np.multiply(ms, t[:, None, spec.line], out=ms)
+                np.negative(ms, out=ms)
+                ms = _softplus(ms, line_tmp[:rows])
+                if rw is not None:
+                    ms *= rw[:, :, None]
+                sums.line += ms.sum(axis=0)
+        if nr:
             if resid_k is not resid:
                 np.copyto(resid_k[:rows], R)
             ZR = Zs.T @ resid_k[:rows]
@@ -250,24 +290,6 @@ def _block_sums(
             colsum = R.sum(axis=0)
             sums.grad[m] += colsum[:ng]
             sums.hv[m] += colsum[ng:]
-        if ng:
-            lv = loss_buf[:rows]
-            np.copyto(lv, margin[:, spec.grad])
-            lv = _softplus(lv, loss_tmp[:rows])
-            if rw is not None:
-                lv *= rw
-            sums.loss += lv.sum(axis=0)
-        if nl:
-            # the losses along the segment: a line search costs no features
-            ms = line_buf[:rows]
-            np.multiply(line_c, S[:, None, kc : kc + nl], out=ms)
-            np.subtract(f[:, None, spec.line], ms, out=ms)
-            np.multiply(ms, t[:, None, spec.line], out=ms)
-            np.negative(ms, out=ms)
-            ms = _softplus(ms, line_tmp[:rows])
-            if rw is not None:
-                ms *= rw[:, :, None]
-            sums.line += ms.sum(axis=0)
         runs = _hessian_runs(row_offset + lo, row_offset + hi, spec.hess_period) if nh else []
         used = sum(b - a for a, b in runs)
         for jj, j in enumerate(spec.hess if used else ()):
@@ -312,6 +334,7 @@ def _make_spec(
     vectors: np.ndarray | None = None,
     precise: bool = False,
     hess_period: int = 1,
+    multinomial: bool = False,
 ) -> _Spec:
     """A pass specification from points ``(M + 1, Ka)`` in scaled coordinates."""
     m = kernel.n_components
@@ -345,6 +368,7 @@ def _make_spec(
         vintercept=vintercept,
         precise=precise,
         hess_period=hess_period,
+        multinomial=multinomial,
     )
 
 
@@ -372,6 +396,13 @@ def _as_points(coef: np.ndarray, intercept: object, m: int) -> np.ndarray:
     k = coef.shape[1]
     b = np.broadcast_to(np.asarray(intercept, dtype=np.float64).reshape(-1), (k,))
     return np.vstack([coef, b[None, :]])
+
+
+def _one_block(X: np.ndarray, T: np.ndarray, kernel: FeatureKernel, spec: _Spec, tile_rows: int | None, blas_threads: int | None) -> _Final:
+    """The finished sums of one block: the body of the public per-block functions."""
+    rows = check_int(tile_rows, "tile_rows", allow_none=True) or _tile_rows(kernel)
+    with blas_limit(blas_threads):
+        return _finalize(_block_sums(X, T, kernel, spec, rows), kernel)
 
 
 def logistic_block(
@@ -418,8 +449,7 @@ def logistic_block(
         raise ValueError(f"T_block has {T.shape[1]} label columns but coef has {k}")
     idx = np.arange(k)
     spec = _make_spec(kernel, idx, points, grad=idx, hess=idx if hessian else idx[:0])
-    with blas_limit(blas_threads):
-        out = _finalize(_block_sums(X_block, T, kernel, spec, check_int(tile_rows, "tile_rows", allow_none=True) or _tile_rows(kernel)), kernel)
+    out = _one_block(X_block, T, kernel, spec, tile_rows, blas_threads)
     return LogisticSums(out.loss, out.grad, out.hess if hessian else None, out.n)
 
 
@@ -462,6 +492,87 @@ def logistic_hvp_block(
         raise ValueError(f"T_block has {T.shape[1]} label columns but coef has {k}")
     idx = np.arange(k)
     spec = _make_spec(kernel, idx, points, grad=idx[:0], hess=idx[:0], hv=idx, vectors=V)
-    with blas_limit(blas_threads):
-        out = _finalize(_block_sums(X_block, T, kernel, spec, check_int(tile_rows, "tile_rows", allow_none=True) or _tile_rows(kernel)), kernel)
+    out = _one_block(X_block, T, kernel, spec, tile_rows, blas_threads)
+    return out.hv
+
+
+def _multinomial_spec(kernel, coef: np.ndarray, intercept: object, T_block: np.ndarray, **extra):
+    m = kernel.n_components
+    points = _as_points(coef, intercept, m)
+    k = points.shape[1]
+    T = np.asarray(T_block)
+    if T.ndim != 2 or T.shape[1] != k:
+        raise ValueError(f"T_block has shape {T.shape}; expected (n, {k}): one-hot +-1 columns, one per class of coef")
+    idx = np.arange(k)
+    return _make_spec(kernel, idx, points, multinomial=True, **extra), idx
+
+
+def softmax_block(
+    X_block: np.ndarray,
+    T_block: np.ndarray,
+    kernel: FeatureKernel,
+    coef: np.ndarray,
+    intercept: np.ndarray | float,
+    *,
+    tile_rows: int | None = None,
+    blas_threads: int | None = None,
+) -> LogisticSums:
+    """Softmax loss and gradient sums of one block of rows: a pure NumPy function.
+
+    Parameters
+    ----------
+    X_block : ndarray of shape (n, d)
+    T_block : ndarray of shape (n, K)
+        One-hot +-1 labels: +1 in the column of the row's class.
+    kernel : FeatureKernel
+    coef : ndarray of shape (M, K)
+    intercept : float or ndarray of shape (K,)
+    tile_rows, blas_threads
+        As in :func:`logistic_block`.
+
+    Returns
+    -------
+    LogisticSums
+        ``loss`` (K,): the row losses ``logsumexp(f_n) - f_{n, y_n}`` summed by
+        the class of the row; ``grad`` (M + 1, K): ``sum_n [z_n; 1] (p_n - e_{y_n})^T``;
+        no Hessian. Without penalty and not divided by n.
+    """
+    spec, idx = _multinomial_spec(kernel, coef, intercept, T_block, grad=np.arange(np.shape(coef)[-1]), hess=np.zeros(0, np.intp))
+    out = _one_block(X_block, T_block, kernel, spec, tile_rows, blas_threads)
+    return LogisticSums(out.loss, out.grad, None, out.n)
+
+
+def softmax_hvp_block(
+    X_block: np.ndarray,
+    T_block: np.ndarray,
+    kernel: FeatureKernel,
+    coef: np.ndarray,
+    intercept: np.ndarray | float,
+    vector: np.ndarray,
+    *,
+    tile_rows: int | None = None,
+    blas_threads: int | None = None,
+) -> np.ndarray:
+    """The softmax loss's Hessian (in ``[W; b]``) times ``vector``, summed over one block.
+
+    ``sum_n [z_n; 1] (p_n * u_n - p_n (p_n . u_n))^T`` with ``u_n = V^T [z_n; 1]``.
+
+    Parameters
+    ----------
+    vector : ndarray of shape (M + 1, K)
+        The direction; its last row multiplies the intercepts.
+
+    Returns
+    -------
+    ndarray of shape (M + 1, K)
+        Without penalty and not divided by n.
+    """
+    m = kernel.n_components
+    k = np.shape(coef)[-1]
+    V = np.asarray(vector, dtype=np.float64)
+    if V.shape != (m + 1, k):
+        raise ValueError(f"vector has shape {V.shape}; expected ({m + 1}, {k})")
+    none = np.zeros(0, np.intp)
+    spec, idx = _multinomial_spec(kernel, coef, intercept, T_block, grad=none, hess=none, hv=np.arange(k), vectors=V)
+    out = _one_block(X_block, T_block, kernel, spec, tile_rows, blas_threads)
     return out.hv
