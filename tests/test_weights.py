@@ -449,3 +449,18 @@ def test_nystroem_weighted_equals_repeated_rows(data):
     r1 = dxrf.RandomFeatureRidge(nys, alpha=1e-4).fit(X, y, sample_weight=w)
     r2 = dxrf.RandomFeatureRidge(nys, alpha=1e-4).fit(X[rep], y[rep])
     assert rel(r1.coef_, r2.coef_) <= 1e-7
+
+
+@pytest.mark.parametrize("solver", ["lbfgs", "newton-cg"])
+def test_multinomial_weighted_equals_repeated_rows(data, solver):
+    X, _, labels, w, rep = data
+    kw = dict(loss="multinomial", alpha=1e-3, solver=solver, tol=1e-10, max_iter=300)
+    a = dxrf.RandomFeatureClassifier(fourier(), **kw).fit(X, labels, sample_weight=w)
+    b = dxrf.RandomFeatureClassifier(fourier(), **kw).fit(X[rep], labels[rep])
+    assert rel(a.coef_, b.coef_) <= 1e-6 and rel(a.intercept_, b.intercept_) <= 1e-6
+    np.testing.assert_allclose(a.predict_proba(X), b.predict_proba(X), atol=1e-7)
+    # class_weight multiplies in like explicit weights
+    cw = {0: 2.0, 1: 1.0, 2: 0.5}
+    c = dxrf.RandomFeatureClassifier(fourier(), class_weight=cw, **kw).fit(X, labels)
+    d = dxrf.RandomFeatureClassifier(fourier(), **kw).fit(X, labels, sample_weight=np.vectorize(cw.get)(labels))
+    assert rel(c.coef_, d.coef_) <= 1e-12
