@@ -13,6 +13,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import dxrf
 import dxrf.io
+from _weight_checks import weight_xfails
 from dxrf.learners.classifier import LOSSES
 from dxrf.learners.logistic import (
     class_index,
@@ -293,7 +294,7 @@ _PARTIAL_FIT_CHECKS = {
         ),
         dxrf.RandomFeatureClassifier(loss="multinomial", solver="newton-cg"),
     ],
-    expected_failed_checks=lambda est: _PARTIAL_FIT_CHECKS,
+    expected_failed_checks=lambda est: {**_PARTIAL_FIT_CHECKS, **weight_xfails(est)},
 )
 def test_sklearn_compatible(estimator, check):
     check(estimator)
