@@ -170,3 +170,31 @@ def test_default_keeps_nothing_and_bad_parameters_are_named(data):
     for kw, exc, match in bad:
         with pytest.raises(exc, match=match):
             search(X, y, **kw)
+
+
+@pytest.mark.parametrize("cls", [dxrf.RandomFeatureRidgeCV, dxrf.RandomFeatureClassifierCV])
+def test_plain_bandwidth_choice_prunes_the_other_bandwidths(data, cls):
+    X, y = data
+    target = y if cls is dxrf.RandomFeatureRidgeCV else y > np.median(y)
+    extra = {} if cls is dxrf.RandomFeatureRidgeCV else {"scoring": "accuracy"}
+    kw = dict(bandwidths=[0.3, 1.0, 3.0], selections=["none", "elss-top", "lkrf"], cls=cls, **extra)
+    joint, plain = search(X, target, **kw), search(X, target, bandwidth_choice="plain", **kw)
+    rj, rp = joint.cv_results_, plain.cv_results_
+    none = rj["param_selection"] == "none"
+    top = none & (rj["param_n_components"] == 8)
+    # the bandwidth whose plain features at the largest M have the lowest validation MSE
+    best = {b: rj["mean_validation_mse"][top & (rj["param_bandwidth"] == b)].min() for b in (0.3, 1.0, 3.0)}
+    chosen = min(best, key=best.get)
+    here = rj["param_bandwidth"] == chosen
+    searched = none | here
+    for key in ("mean_validation_mse", "mean_test_score", "mean_train_mse", "mean_train_score"):
+        np.testing.assert_array_equal(rp[key][searched], rj[key][searched], err_msg=key)
+        assert np.isnan(rp[key][~searched]).all(), key
+    assert plain.best_params_["bandwidth"] == chosen or plain.best_params_["selection"] == "none"
+    assert rp["rank_test_score"][~searched].min() > rp["rank_test_score"][searched].max()
+    with pytest.raises(ValueError, match="not searched"):
+        plain.fold_models(np.flatnonzero(~searched)[:1])
+    with pytest.raises(ValueError, match="add 'none'"):
+        search(X, target, bandwidth_choice="plain", **{**kw, "selections": ["eerf"]})
+    with pytest.raises(ValueError, match="bandwidth_choice"):
+        search(X, target, bandwidth_choice="first", **kw)

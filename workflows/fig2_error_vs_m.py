@@ -95,14 +95,17 @@ def seed_search(data, bandwidths, seed: int, args, log):
     :func:`workflows._paper.search_fit` with the figure's protocol:
     ``M0 = 10 M`` candidates for each M (a prefix of ``10 max(M)``
     candidates, ``candidate_ratio=10``), validation on 20 % of the training
-    rows (hashed with ``seed``), ELSS with ``N0 = N``.
+    rows (hashed with ``seed``), ELSS with ``N0 = N``, and the bandwidth as a
+    kernel parameter shared by every method: the selections are searched only
+    at the bandwidth where RKS at the largest M validates best
+    (``bandwidth_choice="plain"``: the figure's choice of sigma, from the same pass).
     """
     from ._paper import search_fit
 
     m0 = 10 * max(args.m)
     return search_fit(data, log, bandwidths=bandwidths, seed=seed, n_components=args.m,
                       selections=list(SELECTIONS.values()), lams=args.lams, rhos=args.rhos, alphas=args.alphas,
-                      n_candidates=m0, candidate_ratio=10,
+                      n_candidates=m0, candidate_ratio=10, bandwidth_choice="plain",
                       what=f"candidate statistics of {len(bandwidths)} bandwidth(s) (train + validation)")
 
 

@@ -11,6 +11,7 @@ the best configuration is refitted on all rows from the same statistics.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import numbers
 import time
@@ -31,8 +32,7 @@ from .._validation import (
     is_integer,
 )
 from ..features.maps import RandomFourierFeatures
-from ..search.evaluate import candidate_prefix, fold_pairs, select_largest, validate_grid
-from ..selection.leverage import gram_spectrum
+from ..search.evaluate import GridErrors, candidate_prefix, fold_pairs, merge_errors, select_largest, validate_grid
 from ..search.grid import SearchGrid, Variant, check_grid
 from ..search.results import best_index, results_table, warn_at_edges
 from ..selection.selectors import (
@@ -54,6 +54,7 @@ DEFAULT_N_COMPONENTS = (100, 300, 1000)
 DEFAULT_ALPHAS = tuple(10.0**p for p in range(-10, 1))
 SCORINGS = ("r2", "accuracy")
 LEVERAGE_ROWS = ("train", "all")
+BANDWIDTH_CHOICES = ("joint", "plain")
 
 
 def check_cv(cv: object, n_rows: int) -> tuple[str, object]:
@@ -131,11 +132,13 @@ def validation_accuracy(
     array of shape (folds, variants, len(M), len(alpha)).
     """
     n_folds = len(found.mse[0])
-    models = []
+    models, kept = [], []
     for b, cand in enumerate(candidates):
+        # the (variant, M) searched at this bandwidth (all, unless bandwidth_choice="plain" pruned some)
+        present = [(v, i) for v in range(len(grid.variants)) for i in range(grid.n_components.size) if (b, 0, v, i) in found.paths]
+        kept.append(present)
         for f in range(n_folds):
-            entries = [found.paths[b, f, v, i] for v in range(len(grid.variants)) for i in range(grid.n_components.size)]
-            models.append(stacked_models(cand.kernel_, entries, "classification"))
+            models.append(stacked_models(cand.kernel_, [found.paths[b, f, v, i] for v, i in present], "classification"))
     codes = class_codes(T)
     if kind == "kfold":
         scores = score_models(X, codes, models, folds=cv, split_seed=cv_seed)
@@ -152,7 +155,16 @@ def validation_accuracy(
         valid = [[va[b].error] for b in range(len(candidates))]
         train = [[tr[b].error] for b in range(len(candidates))]
     shape = (len(grid.variants), grid.n_components.size, grid.alphas.size)
-    return tuple([1.0 - np.stack([e.reshape(shape) for e in per_fold]) for per_fold in errors] for errors in (valid, train))
+
+    def spread(e: np.ndarray, present: list) -> np.ndarray:
+        full = np.full(shape, np.nan)
+        for j, (v, i) in enumerate(present):
+            full[v, i] = e[j * grid.alphas.size : (j + 1) * grid.alphas.size]
+        return 1.0 - full
+
+    return tuple(
+        [np.stack([spread(e, kept[b]) for e in per_fold]) for b, per_fold in enumerate(errors)] for errors in (valid, train)
+    )
 
 
 def label_codes(y: object, classes: np.ndarray) -> object:
@@ -221,11 +233,15 @@ class _SearchCV:
         check_bool(self.keep_models, "keep_models")
         check_bool(self.return_train_score, "return_train_score")
         check_choice(self.leverage_rows, "leverage_rows", LEVERAGE_ROWS)
+        check_choice(self.bandwidth_choice, "bandwidth_choice", BANDWIDTH_CHOICES)
         check_seed(self.cv_seed, "cv_seed")
-        return check_grid(
+        grid = check_grid(
             self.bandwidths, self.n_components, self.selections, self.lams, self.rhos, self.alphas, self.n_candidates,
             self.candidate_ratio,
         )
+        if self.bandwidth_choice == "plain" and all(v.criterion is not None for v in grid.variants):
+            raise ValueError("bandwidth_choice='plain' chooses the bandwidth by the plain features: add 'none' to selections")
+        return grid
 
     def _search(self, X: np.ndarray | da.Array, T: np.ndarray | da.Array, classes: np.ndarray | None) -> tuple:
         """Run the pass and the search; set the search's attributes. Returns the refit's statistics and kernel."""
@@ -261,9 +277,7 @@ class _SearchCV:
 
         scoring = getattr(self, "scoring", "r2")
         pairs = [fold_pairs(groups, kind == "kfold") for groups in per_map]
-        found = validate_grid(pairs, grid, rng_for, task=self._task, fit_intercept=self.fit_intercept,
-                              rtol=statistics_rtol(self.dtype), keep_paths=scoring == "accuracy" or self.keep_models,
-                              leverage_rows=self.leverage_rows, train_scores=self.return_train_score)
+        found = self._validate(pairs, grid, rng_for, keep_paths=scoring == "accuracy" or self.keep_models)
         accuracy = train_accuracy = None
         t_score = time.perf_counter()
         if scoring == "accuracy":
@@ -311,8 +325,7 @@ class _SearchCV:
             # takes a prefix of a candidate map): the candidate map is the features' base
             p = grid.candidate_ratio * m
             total_p = candidate_prefix(total, p)
-            spectrum = gram_spectrum(total_p) if variant.criterion == "leverage" else None
-            idx, scales = select_largest(total_p, variant, m, rng_for(), task=self._task, spectrum=spectrum)
+            idx, scales = select_largest(total_p, variant, m, rng_for(), task=self._task)  # ELSS: the Cholesky path
             scales = scales * np.sqrt(m0 / p)
             self.features_ = cand
             kernel = cand.kernel_.subset(idx, scales)
@@ -335,6 +348,27 @@ class _SearchCV:
             "scoring": t_score,
         }
         return total.subset(idx, scales), kernel
+
+    def _validate(self, pairs: list, grid: SearchGrid, rng_for: object, *, keep_paths: bool) -> GridErrors:
+        """Every configuration's errors (:func:`validate_grid`); ``bandwidth_choice="plain"`` prunes first.
+
+        "plain": the plain features ("none") are validated at every bandwidth;
+        the one whose largest M has the lowest validation MSE (over alphas,
+        the first of equals) is the only one where the other selections are
+        searched. Their rows elsewhere stay NaN (never chosen).
+        """
+        kw = dict(task=self._task, fit_intercept=self.fit_intercept, rtol=statistics_rtol(self.dtype),
+                  keep_paths=keep_paths, leverage_rows=self.leverage_rows, train_scores=self.return_train_score)
+        plain = [v for v, var in enumerate(grid.variants) if var.criterion is None]
+        others = [v for v, var in enumerate(grid.variants) if var.criterion is not None]
+        if self.bandwidth_choice == "joint" or len(pairs) == 1 or not others:
+            return validate_grid(pairs, grid, rng_for, **kw)
+        first = validate_grid(pairs, dataclasses.replace(grid, variants=(grid.variants[plain[0]],)), rng_for, **kw)
+        top = [np.nan_to_num(e[:, 0, -1].mean(axis=0), nan=np.inf).min() for e in first.mse]
+        b = int(np.argmin(top))
+        rest = validate_grid([pairs[b]], dataclasses.replace(grid, variants=tuple(grid.variants[v] for v in others)),
+                             rng_for, **kw)
+        return merge_errors([(first, list(range(len(pairs))), plain), (rest, [b], others)], grid, len(pairs))
 
     def _ridge_refit(self, stats: FeatureStats) -> np.ndarray:
         # the same solver as the validated path (an eigendecomposition, null directions
@@ -384,6 +418,8 @@ class _SearchCV:
             mine = np.flatnonzero(b_of == b)
             entries = []
             for j in mine:
+                if (b, fold, v_of[j], i_of[j]) not in self._fold_paths:
+                    raise ValueError(f"configuration {rows[j]} of cv_results_ was not searched (bandwidth_choice='plain')")
                 idx, sc, coefs, icpts = self._fold_paths[b, fold, v_of[j], i_of[j]]
                 a = a_of[j]
                 entries.append((idx, sc, coefs[a : a + 1], icpts[a : a + 1]))
@@ -471,6 +507,13 @@ _SEARCH_PARAMETERS = """
         search: each fold's training rows, or every row (``N0 = N`` of the
         ELSS paper: the validation rows' inputs are used, never their
         targets; one spectrum per bandwidth serves every fold).
+    bandwidth_choice : {"joint", "plain"}, default="joint"
+        ``"joint"``: every selection at every bandwidth. ``"plain"``: the
+        bandwidth is a kernel parameter shared by all selections (as in the
+        ELSS paper): the plain features (``"none"``, required) are validated
+        at every bandwidth, and the other selections only at the bandwidth
+        whose largest M has the lowest validation MSE; their rows at the other
+        bandwidths are NaN (never chosen), and their algebra is saved.
     kernel : {"gaussian", "laplacian", "cauchy"}, default="gaussian"
     sampling : {"iid", "orthogonal", "qmc", "structured"}, default="iid"
     dtype : {"float32", "float64"}, default="float32"
@@ -579,6 +622,7 @@ class RandomFeatureRidgeCV(_SearchCV, RandomFeatureRidge):
         n_candidates: int | None = None,
         candidate_ratio: int | None = None,
         leverage_rows: str = "train",
+        bandwidth_choice: str = "joint",
         kernel: str = "gaussian",
         sampling: str = "iid",
         dtype: str = "float32",
@@ -652,6 +696,7 @@ class RandomFeatureClassifierCV(_SearchCV, RandomFeatureClassifier):
         n_candidates: int | None = None,
         candidate_ratio: int | None = None,
         leverage_rows: str = "train",
+        bandwidth_choice: str = "joint",
         kernel: str = "gaussian",
         sampling: str = "iid",
         dtype: str = "float32",

@@ -28,7 +28,7 @@ from ..selection.select import select_features
 from ..stats import FeatureStats
 from .grid import SearchGrid, Variant
 
-__all__ = ["GridErrors", "candidate_prefix", "fold_pairs", "select_largest", "prefix", "r2_scores", "validate_grid"]
+__all__ = ["GridErrors", "candidate_prefix", "merge_errors", "fold_pairs", "select_largest", "prefix", "r2_scores", "validate_grid"]
 
 
 def fold_pairs(groups: tuple[FeatureStats, ...], kfold: bool) -> list[tuple[FeatureStats, FeatureStats]]:
@@ -57,12 +57,13 @@ def select_largest(
     The same selection as the variant's selector fitted on ``train`` with the
     same generator (:class:`~dxrf.LeverageScoreSampler`, ...); ``"none"``
     keeps the first ``m_max`` candidates at the scale of an ``m_max``-feature map.
+    ELSS without a ``spectrum`` takes the selector's path (a Cholesky factorisation).
     """
     m0 = train.n_components
     if variant.criterion is None:
         return np.arange(m_max), np.full(m_max, np.sqrt(m0 / m_max))
     sel = select_features(
-        spectrum if variant.criterion == "leverage" else train,
+        spectrum if variant.criterion == "leverage" and spectrum is not None else train,
         m_max,
         criterion=variant.criterion,
         method=variant.method,
@@ -121,6 +122,27 @@ class GridErrors:
     paths: dict | None = None
     train_mse: list | None = None
     train_r2: list | None = None
+
+
+def merge_errors(parts: list, grid: SearchGrid, n_bandwidths: int) -> GridErrors:
+    """One :class:`GridErrors` of the whole grid from searches of parts of it; NaN where nothing was searched.
+
+    ``parts`` holds ``(errors, bandwidths, variants)``: what :func:`validate_grid`
+    found for those bandwidths and variants (positions in the whole grid).
+    """
+    first = parts[0][0]
+    folds = first.mse[0].shape[0]
+    shape = (folds, len(grid.variants), grid.n_components.size, grid.alphas.size)
+    names = ["mse", "r2"] + (["train_mse", "train_r2"] if first.train_mse is not None else [])
+    out = {n: [np.full(shape, np.nan) for _ in range(n_bandwidths)] for n in names}
+    paths = {} if first.paths is not None else None
+    for errors, bands, variants in parts:
+        for n in names:
+            for j, b in enumerate(bands):
+                out[n][b][:, variants] = getattr(errors, n)[j]
+        if paths is not None:
+            paths.update({(bands[b], f, variants[v], i): path for (b, f, v, i), path in errors.paths.items()})
+    return GridErrors(out["mse"], out["r2"], paths, out.get("train_mse"), out.get("train_r2"))
 
 
 def validate_grid(
