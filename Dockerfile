@@ -1,6 +1,15 @@
 # One image for every service of docker-compose.yml: the Dask scheduler (`dask scheduler`),
 # the workers (`dask worker`), Jupyter Lab (`jupyter lab`) and the command line (`dxrf`).
-FROM python:3.11-slim
+#
+# Build arguments:
+#   BASE_IMAGE  an image with Python 3.11 whose `python` and `pip` install for every user
+#               (default python:3.11-slim; deploy/build-local-images.sh builds one from
+#               Debian packages where no container registry can be reached)
+#   WHEELS      non-empty: install only from the wheels in deploy/wheels/ (pip --no-index),
+#               built there beforehand by deploy/build-local-images.sh; empty: from PyPI
+ARG BASE_IMAGE=python:3.11-slim
+FROM ${BASE_IMAGE}
+ARG WHEELS=
 
 ENV PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
@@ -11,11 +20,14 @@ WORKDIR /opt/dxrf
 COPY pyproject.toml README.md ./
 COPY dxrf ./dxrf
 COPY workflows ./workflows
+# holds only a .gitignore unless wheels were built there (they stay in this layer)
+COPY deploy/wheels/ /tmp/wheels/
 # the project with its workflows extra (matplotlib for the figures of notebooks and workflows, dask-ml),
 # plus the Dask dashboard (bokeh) and the notebook server (jupyterlab; nbclient runs
 # notebooks headless, e.g. `docker compose run --rm notebook jupyter execute ...`)
-RUN pip install . ".[workflows]" "bokeh>=3.1" "jupyterlab>=4" nbclient ipykernel \
-    && dask --version && dxrf --help > /dev/null
+RUN pip install ${WHEELS:+--no-index --find-links /tmp/wheels} \
+        . ".[workflows]" "bokeh>=3.1" "jupyterlab>=4" nbclient ipykernel \
+    && rm -rf /tmp/wheels && dask --version && dxrf --help > /dev/null
 
 # an unprivileged user; /work is the shared volume of the compose file, seeded with the
 # notebooks on first start (a named volume copies the image's /work when it is empty)

@@ -7,6 +7,7 @@ scores, feature selection and linear models are computed by dense algebra.
 
 from .features import (
     FeatureKernel,
+    NystroemFeatures,
     RandomFourierFeatures,
     RandomLinearSketch,
     RandomMaxoutFeatures,
@@ -42,6 +43,7 @@ __version__ = "0.1.0"
 __all__ = [
     "FeatureKernel",
     "FeatureStats",
+    "NystroemFeatures",
     "RandomFourierFeatures",
     "RandomLinearSketch",
     "RandomMaxoutFeatures",

@@ -59,8 +59,11 @@ def kernel_on(kernel: Any, xp: ModuleType) -> Any:
             return hit[1]
         dense = kernel.dense()
         moved = dataclasses.replace(
-            dense, W=xp.asarray(dense.W), b=None if dense.b is None else xp.asarray(dense.b)
+            dense, W=xp.asarray(dense.W), b=None if dense.b is None else xp.asarray(dense.b),
         )
+        # a Nystroem kernel's whitening is applied on the device too (its host copy finishes statistics)
+        if moved.whitening is not None:
+            object.__setattr__(moved, "_whitening_dtype", xp.asarray(moved.whitening, dtype=moved.dtype))
         if len(_KERNELS) >= 4:  # a pass uses one kernel; keep a few, not all
             _KERNELS.pop(next(iter(_KERNELS)))
         _KERNELS[key] = (kernel, moved)  # holding kernel keeps its id unique

@@ -2,7 +2,9 @@
 
 Every command takes ``--scheduler ADDRESS`` (or ``$DASK_SCHEDULER_ADDRESS``) to
 run on an existing Dask cluster; otherwise passes run on an embedded local
-cluster. Errors print one line on stderr and exit with status 2.
+cluster. ``dxrf ingest`` starts one only for a CSV or Parquet file of at least
+64 MiB once decompressed (smaller files, other formats and ``--scheduler none``
+are ingested in this process). Errors print one line on stderr and exit with status 2.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import sys
 import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 __all__ = ["main"]
 
@@ -170,7 +173,17 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
         kwargs["max_levels"] = args.max_levels
     if args.levels_from:
         kwargs["like"] = args.levels_from
-    report = io.ingest(
+    # a large CSV or Parquet file is ingested on a cluster's workers; small ones (and
+    # --scheduler none) in this process, without starting a cluster
+    use_cluster = getattr(args, "scheduler", None) != "none" and io.worth_a_cluster(args.src, args.format)
+    with _client(args) if use_cluster else contextlib.nullcontext():
+        report = _ingest(io, args, kwargs, parallel=None if use_cluster else False)
+    print(report)
+    return 0
+
+
+def _ingest(io: Any, args: argparse.Namespace, kwargs: dict, parallel: bool | None) -> Any:
+    return io.ingest(
         args.src,
         args.dest,
         target=args.target,
@@ -183,10 +196,9 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
         # where stderr then holds nothing but a possible one-line error
         progress=sys.stderr.isatty() and not getattr(args, "quiet", False),
         storage_options=storage_options(args),
+        parallel=parallel,
         **kwargs,
     )
-    print(report)
-    return 0
 
 
 def _cmd_split(args: argparse.Namespace) -> int:
@@ -283,7 +295,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--scheduler",
         metavar="ADDRESS",
         default=argparse.SUPPRESS,  # so a subcommand's copy never resets a value given before it
-        help="Dask scheduler to attach to (default: $DASK_SCHEDULER_ADDRESS, else an embedded local cluster)",
+        help="Dask scheduler to attach to (default: $DASK_SCHEDULER_ADDRESS, else an embedded local cluster; "
+        "'none': ingest in this process)",
     )
     common.add_argument(
         "--wait-for-workers",

@@ -26,14 +26,15 @@ def _cmd_list(args: argparse.Namespace) -> int:
             state = "wrong size"
         # the data directory each file was found in (its path less the manifest's relative part)
         where = sorted({str(s.path.parents[len(s.file.path.split("/")) - 1]) for s in st if s.path is not None})
-        source = "exact" if all(s.file.source_exact for s in st) else "mirror"
+        source = "exact" if all(s.file.source_exact for s in st) else "derived"
         rows.append((name, str(len(st)), str(sum(s.file.size for s in st)), source, state, ", ".join(where) or "-"))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     for r in rows:
         print("  ".join(c.rjust(w) if i in (1, 2) else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths)))
               + "  " + r[-1])
-    print("source exact: fetched from the public source; mirror: the stored bytes differ from the source, "
-          "fetch needs $DXRF_DATA_MIRROR. status checks sizes; `dxrf data fetch` verifies SHA-256.")
+    print("source exact: fetched from the public source; derived: fetch downloads the source and rebuilds the "
+          "stored file by its recipe ($DXRF_DATA_MIRROR, if set, serves the stored bytes instead). "
+          "status checks sizes; `dxrf data fetch` verifies SHA-256 or, for a derived file, its content.")
     return 0
 
 
@@ -62,7 +63,8 @@ def add_data_commands(sub: argparse._SubParsersAction, common: argparse.Argument
                         parents=[common])
     q.set_defaults(func=_cmd_list)
     q = dsub.add_parser("fetch", parents=[common],
-                        help="download missing files of data sets, verified by SHA-256 "
-                             "(into $DXRF_DATA_DIR, else ~/.cache/dxrf/data; from $DXRF_DATA_MIRROR if set)")
+                        help="download missing files of data sets (derived ones: their sources, then rebuilt), "
+                             "verified by SHA-256 (into $DXRF_DATA_DIR, else ~/.cache/dxrf/data; from "
+                             "$DXRF_DATA_MIRROR if set)")
     q.add_argument("names", nargs="+", metavar="NAME", help="data set names (see `dxrf data list`) or 'all'")
     q.set_defaults(func=_cmd_fetch)

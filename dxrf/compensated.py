@@ -65,12 +65,15 @@ class CompensatedSums:
     ships or holds take about ``8 M^2`` bytes instead of ``16 M^2``.
     """
 
-    def __init__(self, m: int, k: int | None, xp: ModuleType = np) -> None:
+    def __init__(self, m: int, k: int | None, xp: ModuleType = np, weighted: bool = False) -> None:
         self.n = 0
         self.m = m
         self.k = k
         self.xp = xp
         self.hi = {"gram": xp.zeros(packed_size(m)), "sum": xp.zeros(m)}
+        if weighted:
+            # the rows' total weight, compensated too: it is the statistics' n
+            self.hi["wsum"] = xp.zeros(1)
         if k is not None:
             self.hi.update(cross=xp.zeros((m, k)), ysum=xp.zeros(k), yy=xp.zeros((k, k)))
         self.lo = {key: xp.zeros_like(v) for key, v in self.hi.items()}
@@ -128,7 +131,12 @@ class CompensatedSums:
                 lo[a:b] += olo[a:b]
         return self
 
-    def finish(self, scale: np.ndarray) -> FeatureStats:
+    def finish(self, scale: np.ndarray, transform: np.ndarray | None = None) -> FeatureStats:
+        """The statistics of ``z = b diag(scale)``, or ``z = b T`` with ``transform`` ``T`` (a Nyström whitening).
+
+        The sums are of the base features ``b``; the transform applies to
+        the small results (``T^T G T``), never to a block.
+        """
         from .stats import FeatureStats  # stats imports this module
 
         total = {key: self.hi[key] + self.lo[key] for key in self.hi if key != "gram"}
@@ -144,9 +152,18 @@ class CompensatedSums:
             diag = gram[r0:r1, r0:r1]
             diag[...] = np.triu(diag) + np.triu(diag, 1).T
             gram[r1:, r0:r1] = gram[r0:r1, r1:].T
+        n = float(total["wsum"][0]) if "wsum" in total else self.n  # the total weight W of weighted rows
+        if transform is not None:
+            T = np.asarray(transform, dtype=np.float64)
+            stats = FeatureStats(T.T @ (gram @ T), T.T @ total["sum"], n)
+            if self.k is not None:
+                stats.cross = T.T @ total["cross"]
+                stats.ysum = total["ysum"]
+                stats.yy = total["yy"]
+            return stats
         for r0, r1, _ in bands:
             gram[r0:r1] *= np.multiply.outer(scale[r0:r1], scale)
-        stats = FeatureStats(gram, total["sum"] * scale, self.n)
+        stats = FeatureStats(gram, total["sum"] * scale, n)
         if self.k is not None:
             stats.cross = total["cross"] * scale[:, None]
             stats.ysum = total["ysum"]

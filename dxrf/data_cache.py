@@ -16,15 +16,27 @@ Lookup order (:func:`search_dirs`)
 3. The user cache, ``$XDG_CACHE_HOME/dxrf/data`` (``~/.cache/dxrf/data``).
 
 Nothing is downloaded unless :func:`fetch` (``dxrf data fetch``) is called.
-Some files differ in bytes from their public source (``source_exact`` false in
-the manifest: re-compressed, a header line removed, converted); those can only
-be fetched from a mirror of ``shared/data`` named by ``$DXRF_DATA_MIRROR`` (an
-``http://``, ``https://`` or ``file://`` base URL; file URL = mirror + ``/`` +
-path).
+Where a file comes from:
+
+- ``$DXRF_DATA_MIRROR`` set (an ``http://``, ``https://`` or ``file://`` base
+  URL of a copy laid out as ``shared/data``; file URL = mirror + ``/`` +
+  path): every file from there, verified by size and SHA-256.
+- else a file whose source serves the stored bytes (``source_exact``): from
+  its source URL, verified the same way;
+- else a derived file (re-compressed, a header line removed, converted; the
+  manifest gives a ``recipe``): its source file is downloaded (verified by
+  ``source_sha256`` where pinned), the recipe of :mod:`dxrf.data_recipes`
+  rebuilds the file, and the result is verified by SHA-256 or, where another
+  zlib compresses differently, by its content checksum.
+
+``$DXRF_DATA_SOURCE_MIRROR`` rebases source URLs: ``https://host/path``
+becomes mirror + ``/host/path`` (a local copy of the sources, or the tests'
+server).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -35,13 +47,18 @@ import tempfile
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Sequence
+import zipfile
+import zlib
+from collections.abc import Callable, Iterator, Sequence
 from importlib import resources
 from pathlib import Path
+from typing import IO, Any
+
+from . import data_recipes
 
 __all__ = [
     "DataFetchError", "DataFile", "FetchResult", "FileStatus", "cache_dir", "discovered_dir", "fetch", "files",
-    "locate", "missing_message", "names", "search_dirs", "status", "url_for",
+    "locate", "missing_message", "names", "search_dirs", "source_url_for", "status", "url_for",
 ]
 
 _BLOCK = 1 << 20
@@ -72,6 +89,12 @@ class DataFile:
         Whether ``source_url`` serves exactly these bytes (else only a mirror can).
     source_note : str
         How the stored file relates to the source.
+    source_sha256, source_size : str or None, int or None
+        The source file's SHA-256 and size where pinned (derived files).
+    recipe : dict or None
+        How :mod:`dxrf.data_recipes` derives the file from its source; None for exact copies.
+    content_size, content_sha256 : int or None, str or None
+        :func:`dxrf.data_recipes.content_digest` of the stored file (derived files).
     """
 
     path: str
@@ -81,6 +104,11 @@ class DataFile:
     source_url: str
     source_exact: bool
     source_note: str
+    source_sha256: str | None = None
+    source_size: int | None = None
+    recipe: dict[str, Any] | None = dataclasses.field(default=None, hash=False)
+    content_size: int | None = None
+    content_sha256: str | None = None
 
 
 @functools.cache
@@ -187,13 +215,35 @@ def locate(rel: str) -> Path | None:
     return None
 
 
-def _mirror() -> str | None:
-    mirror = os.environ.get("DXRF_DATA_MIRROR", "").strip()
-    if not mirror:
+def _base_url(var: str) -> str | None:
+    base = os.environ.get(var, "").strip()
+    if not base:
         return None
-    if urllib.parse.urlsplit(mirror).scheme not in ("http", "https", "file"):
-        raise ValueError(f"DXRF_DATA_MIRROR={mirror!r} must be an http://, https:// or file:// URL")
-    return mirror.rstrip("/")
+    if urllib.parse.urlsplit(base).scheme not in ("http", "https", "file"):
+        raise ValueError(f"{var}={base!r} must be an http://, https:// or file:// URL")
+    return base.rstrip("/")
+
+
+def _mirror() -> str | None:
+    return _base_url("DXRF_DATA_MIRROR")
+
+
+def source_url_for(f: DataFile) -> str:
+    """A file's source URL, rebased onto ``$DXRF_DATA_SOURCE_MIRROR`` (+ ``/host/path``) when that is set.
+
+    Parameters
+    ----------
+    f : DataFile
+
+    Returns
+    -------
+    str
+    """
+    base = _base_url("DXRF_DATA_SOURCE_MIRROR")
+    if base is None:
+        return f.source_url
+    parts = urllib.parse.urlsplit(f.source_url)
+    return f"{base}/{parts.netloc}{parts.path}"
 
 
 def url_for(f: DataFile) -> str:
@@ -206,15 +256,10 @@ def url_for(f: DataFile) -> str:
     Returns
     -------
     str
+        For a derived file without a mirror, the URL of the source it is derived from.
     """
     mirror = _mirror()
-    return f"{mirror}/{urllib.parse.quote(f.path)}" if mirror else f.source_url
-
-
-def _needs_mirror(f: DataFile) -> str:
-    return "" if f.source_exact else (
-        " (that source does not serve the stored bytes: set DXRF_DATA_MIRROR to a copy laid out as shared/data)"
-    )
+    return f"{mirror}/{urllib.parse.quote(f.path)}" if mirror else source_url_for(f)
 
 
 def missing_message(rel: str) -> str:
@@ -235,15 +280,12 @@ def missing_message(rel: str) -> str:
     name = f.datasets[0]
     head = f"data set {name!r}: {rel} is not in {where}; "
     try:
-        mirror = _mirror()
+        mirror, url = _mirror(), url_for(f)
     except ValueError as exc:
         return head + f"`dxrf data fetch {name}` downloads it, but {exc}"
-    if mirror is None and not f.source_exact:
-        return head + (
-            f"run `dxrf data fetch {name}` with DXRF_DATA_MIRROR set to a copy laid out as shared/data "
-            f"(its source, {f.source_url}, does not serve the stored bytes)"
-        )
-    return head + f"run `dxrf data fetch {name}` to download it from {url_for(f)}"
+    if mirror is None and f.recipe is not None:
+        return head + f"run `dxrf data fetch {name}` to download its source from {url} and derive it"
+    return head + f"run `dxrf data fetch {name}` to download it from {url}"
 
 
 # --------------------------------------------------------------------------- status and fetch
@@ -257,13 +299,23 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def _content_of(path: Path, f: DataFile) -> tuple[int, str] | None:
+    try:
+        return data_recipes.content_digest(path, like=f.path)
+    except (OSError, ValueError, EOFError, zlib.error, zipfile.BadZipFile):
+        return None
+
+
 def _verifies(path: Path, f: DataFile) -> bool:
-    return path.stat().st_size == f.size and _sha256(path) == f.sha256
+    """The stored bytes; or, for a derived file, the stored content (another zlib compresses differently)."""
+    if path.stat().st_size == f.size and _sha256(path) == f.sha256:
+        return True
+    return f.content_sha256 is not None and _content_of(path, f) == (f.content_size, f.content_sha256)
 
 
 @dataclasses.dataclass(frozen=True)
 class FileStatus:
-    """Where one file of a data set is, and whether its size is right (no hashing)."""
+    """Where one file of a data set is, and whether its size (or a derived file's content size) is right."""
 
     file: DataFile
     path: Path | None
@@ -272,6 +324,9 @@ class FileStatus:
 
 def status(name: str) -> list[FileStatus]:
     """Where each file of a data set is found, checked by size only (:func:`fetch` checks the SHA-256).
+
+    A derived file rebuilt with another zlib has another size; its content
+    size (gzip trailer, npy headers) is checked instead.
 
     Parameters
     ----------
@@ -284,63 +339,122 @@ def status(name: str) -> list[FileStatus]:
     out = []
     for f in _files_of(name):
         p = locate(f.path)
-        out.append(FileStatus(f, p, p is not None and p.stat().st_size == f.size))
+        ok = p is not None and (
+            p.stat().st_size == f.size
+            or (f.content_size is not None and data_recipes.content_size_matches(p, f.content_size))
+        )
+        out.append(FileStatus(f, p, ok))
     return out
+
+
+def _hint(name: str) -> str:
+    mirror = _mirror()
+    return (
+        f"check that DXRF_DATA_MIRROR={mirror} holds a copy laid out as shared/data and retry `dxrf data fetch {name}`"
+        if mirror else f"retry `dxrf data fetch {name}`, or set DXRF_DATA_MIRROR to a copy laid out as shared/data"
+    )
+
+
+def _stream(url: str, out: IO[bytes], name: str, thing: str, size: int | None, limit: int,
+            hint: str) -> tuple[int, str]:
+    """Copy ``url`` into ``out``, hashing as it goes; stop past ``limit`` bytes. Returns (bytes, sha256)."""
+    h = hashlib.sha256()
+    got = 0
+    try:
+        with urllib.request.urlopen(url, timeout=_TIMEOUT_S) as resp:
+            while block := resp.read(_BLOCK):
+                got += len(block)
+                if got > limit:
+                    raise DataFetchError(
+                        f"data set {name!r}: {thing} from {url} is longer than the {limit} bytes expected; "
+                        f"nothing was kept; {hint}"
+                    )
+                h.update(block)
+                out.write(block)
+            # read(n) returns b"" on a dropped connection: compare with the announced length
+            if getattr(resp, "length", None):
+                raise http.client.IncompleteRead(b"", resp.length)
+    except (urllib.error.URLError, http.client.HTTPException, TimeoutError, ConnectionError) as exc:
+        reason = getattr(exc, "reason", None) or exc
+        of = f" of {size}" if size is not None else ""
+        raise DataFetchError(
+            f"data set {name!r}: downloading {thing} from {url} failed after {got}{of} bytes "
+            f"({type(exc).__name__}: {str(reason).strip() or 'no detail'}); {hint}"
+        ) from exc
+    out.flush()
+    os.fsync(out.fileno())
+    return got, h.hexdigest()
+
+
+@contextlib.contextmanager
+def _temp_beside(dest: Path, suffix: str) -> Iterator[tuple[IO[bytes], Path]]:
+    """An open temporary file in ``dest``'s directory, deleted on the way out unless moved away."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=suffix)
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            yield fh, tmp
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _install(tmp: Path, dest: Path) -> None:
+    os.chmod(tmp, 0o644)  # mkstemp makes it private; the cache is an ordinary data directory
+    os.replace(tmp, dest)
 
 
 def _download(f: DataFile, name: str, url: str, dest: Path) -> None:
     """Stream ``url`` into a temporary file beside ``dest``, verify it, then move it into place."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
-    tmp = Path(tmp_name)
-    mirror = _mirror()
-    hint = (
-        f"check that DXRF_DATA_MIRROR={mirror} holds a copy laid out as shared/data and retry `dxrf data fetch {name}`"
-        if mirror else f"retry `dxrf data fetch {name}`, or set DXRF_DATA_MIRROR to a copy laid out as shared/data"
-    )
-    try:
-        h = hashlib.sha256()
-        got = 0
-        with os.fdopen(fd, "wb") as out:
-            try:
-                with urllib.request.urlopen(url, timeout=_TIMEOUT_S) as resp:
-                    while block := resp.read(_BLOCK):
-                        got += len(block)
-                        if got > f.size:
-                            raise DataFetchError(
-                                f"data set {name!r}: {f.path} from {url} is longer than the {f.size} bytes "
-                                f"expected; nothing was kept; {hint}"
-                            )
-                        h.update(block)
-                        out.write(block)
-                    # read(n) returns b"" on a dropped connection: compare with the announced length
-                    if getattr(resp, "length", None):
-                        raise http.client.IncompleteRead(b"", resp.length)
-            except (urllib.error.URLError, http.client.HTTPException, TimeoutError, ConnectionError) as exc:
-                reason = getattr(exc, "reason", None) or exc
-                raise DataFetchError(
-                    f"data set {name!r}: downloading {f.path} from {url} failed after {got} of {f.size} bytes "
-                    f"({type(exc).__name__}: {str(reason).strip() or 'no detail'}); {hint}"
-                ) from exc
-            out.flush()
-            os.fsync(out.fileno())
-        digest = h.hexdigest()
+    hint = _hint(name)
+    with _temp_beside(dest, ".part") as (out, tmp):
+        got, digest = _stream(url, out, name, f.path, f.size, f.size, hint)
+        out.close()
         if got != f.size or digest != f.sha256:
             raise DataFetchError(
                 f"data set {name!r}: {f.path} from {url} does not verify: expected {f.size} bytes with sha256 "
-                f"{f.sha256}, got {got} bytes with sha256 {digest}; nothing was kept"
-                + (_needs_mirror(f) if not mirror else f"; {hint}")
+                f"{f.sha256}, got {got} bytes with sha256 {digest}; nothing was kept; {hint}"
             )
-        os.chmod(tmp, 0o644)  # mkstemp makes it private; the cache is an ordinary data directory
-        os.replace(tmp, dest)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+        _install(tmp, dest)
+
+
+def _derive(f: DataFile, name: str, url: str, dest: Path) -> None:
+    """Download the source of a derived file beside ``dest``, apply its recipe, verify the result, move it."""
+    assert f.recipe is not None and f.content_size is not None
+    hint = _hint(name)
+    thing = f"the source of {f.path}"
+    # an unpinned source (a text file with a line more or less) is about the size of the content
+    limit = f.source_size if f.source_size is not None else 2 * f.content_size + _BLOCK
+    with _temp_beside(dest, ".source.part") as (src, src_tmp), _temp_beside(dest, ".part") as (out, tmp):
+        out.close()
+        got, digest = _stream(url, src, name, thing, f.source_size, limit, hint)
+        src.close()
+        if f.source_sha256 is not None and (digest != f.source_sha256 or got != f.source_size):
+            raise DataFetchError(
+                f"data set {name!r}: {thing} from {url} does not verify: expected {f.source_size} bytes with sha256 "
+                f"{f.source_sha256}, got {got} bytes with sha256 {digest}; nothing was kept; {hint}"
+            )
+        try:
+            data_recipes.derive(f.recipe, src_tmp, tmp)
+        except data_recipes.RecipeError as exc:
+            raise DataFetchError(
+                f"data set {name!r}: {f.path} cannot be derived from {url}: {' '.join(str(exc).split())}; "
+                f"nothing was kept; {hint}"
+            ) from None
+        src_tmp.unlink()
+        if not _verifies(tmp, f):
+            size, content = _content_of(tmp, f) or (None, None)
+            raise DataFetchError(
+                f"data set {name!r}: {f.path} derived from {url} does not verify: expected content of "
+                f"{f.content_size} bytes with sha256 {f.content_sha256}, got {size} bytes with sha256 {content}; "
+                f"nothing was kept; {hint}"
+            )
+        _install(tmp, dest)
 
 
 @dataclasses.dataclass(frozen=True)
 class FetchResult:
-    """What :func:`fetch` did with one file: ``"present"`` (verified, left as is) or ``"downloaded"``."""
+    """What :func:`fetch` did with one file: ``"present"`` (verified, left as is), ``"downloaded"``, ``"derived"``."""
 
     name: str
     file: DataFile
@@ -352,10 +466,13 @@ class FetchResult:
 def fetch(name: str | Sequence[str], *, progress: Callable[[str], None] | None = None) -> list[FetchResult]:
     """Download the missing files of data sets (or ``"all"``) into :func:`cache_dir`.
 
-    A file already found by :func:`locate` whose size and SHA-256 match the
-    manifest is left as is. Every download streams into a temporary file in
-    the destination directory, is hashed while streaming, and is moved into
-    place only once its size and SHA-256 match; otherwise it is deleted.
+    A file already found by :func:`locate` whose size and SHA-256 (for a
+    derived file: or its content checksum) match the manifest is left as is.
+    Every download streams into a temporary file in the destination
+    directory, is hashed while streaming, and is moved into place only once
+    it verifies; otherwise it is deleted. Without ``$DXRF_DATA_MIRROR`` a
+    derived file is rebuilt from its downloaded source (see the module
+    docstring), the source and the result each verified, and the source deleted.
 
     Parameters
     ----------
@@ -372,11 +489,11 @@ def fetch(name: str | Sequence[str], *, progress: Callable[[str], None] | None =
     Raises
     ------
     ValueError
-        Unknown name, or a bad ``$DXRF_DATA_MIRROR``.
+        Unknown name, or a bad ``$DXRF_DATA_MIRROR`` or ``$DXRF_DATA_SOURCE_MIRROR``.
     DataFetchError
-        A download failed or did not verify; a file of a set whose source does
-        not serve the stored bytes is missing and no mirror is set; or a
-        discovered ``shared/data`` copy does not verify.
+        A download failed or did not verify; a source could not be derived
+        or its result did not verify; or a discovered ``shared/data`` copy
+        does not verify.
     """
     given = [name] if isinstance(name, str) else list(name)
     if not given or not all(isinstance(n, str) for n in given):
@@ -404,16 +521,7 @@ def fetch(name: str | Sequence[str], *, progress: Callable[[str], None] | None =
                     "repair or remove it, or set DXRF_DATA_DISCOVER=0 to use the cache instead"
                 )
             plan.append((n, f, None))
-    blocked = [(n, f) for n, f, p in plan if p is None and not f.source_exact and mirror is None]
-    if blocked:
-        sets = list(dict.fromkeys(n for n, _ in blocked))
-        n, f = blocked[0]
-        which = f"data set {n!r}" if len(sets) == 1 else f"data sets {', '.join(sets)}"
-        raise DataFetchError(
-            f"{which}: the stored files are derived from their sources (e.g. {f.path} from {f.source_url}), which "
-            f"do not serve the same bytes: set DXRF_DATA_MIRROR to a copy laid out as shared/data "
-            f"(http://, https:// or file://) and run `dxrf data fetch {name}` again; nothing was downloaded"
-        )
+    source_url_for(plan[0][1])  # a bad $DXRF_DATA_SOURCE_MIRROR fails before anything is downloaded
     results = []
     for n, f, p in plan:
         if p is not None:
@@ -422,6 +530,12 @@ def fetch(name: str | Sequence[str], *, progress: Callable[[str], None] | None =
             continue
         url = url_for(f)
         dest = dest_dir / f.path
+        if mirror is None and f.recipe is not None:
+            say(f"{n}: {f.path}: downloading its source from {url} and deriving it")
+            _derive(f, n, url, dest)
+            say(f"{n}: {f.path}: derived, content verified, saved to {dest}")
+            results.append(FetchResult(n, f, dest, "derived", url))
+            continue
         say(f"{n}: {f.path}: downloading {f.size} bytes from {url}")
         _download(f, n, url, dest)
         say(f"{n}: {f.path}: sha256 verified, saved to {dest}")

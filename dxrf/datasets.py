@@ -598,13 +598,19 @@ def _canonical(name: object) -> str:
     return key
 
 
-def load(name: str, **kw: Any) -> Dataset:
+def load(name: str, *, download: bool = False, **kw: Any) -> Dataset:
     """Load a real data set as NumPy arrays.
 
     Parameters
     ----------
     name : str
         One of :func:`names`.
+    download : bool, default=False
+        Fetch the set's missing files into the cache first, as ``dxrf data
+        fetch NAME`` does (from ``$DXRF_DATA_MIRROR``, else from the sources,
+        verified against the manifest; progress lines go to stderr). The
+        workflows (``dxrf reproduce``) load with it, so that they run on a
+        machine with network access and no data; the default only reads.
     **kw
         Options of the data set (unknown options raise TypeError):
 
@@ -633,8 +639,30 @@ def load(name: str, **kw: Any) -> Dataset:
         A file of the set is in none of the data directories (the message
         names the set, the URL it would be fetched from and ``dxrf data
         fetch NAME``), or ``DXRF_DATA_DIR`` is not a directory.
+    dxrf.data_cache.DataFetchError
+        With ``download``: a missing file could not be downloaded or did not
+        verify (the message names the set, the URL tried and ``dxrf data fetch
+        NAME``); nothing of it is kept.
     """
-    return _LOADERS[_canonical(name)](**kw)
+    key = _canonical(name)
+    if download:
+        fetch_missing(key)
+    return _LOADERS[key](**kw)
+
+
+def fetch_missing(name: str) -> None:
+    """Fetch the files of data set ``name`` that are in none of the data directories (see :func:`load`)."""
+    import sys
+
+    key = _canonical(name)
+    if all(_data_cache.locate(f.path) is not None for f in _data_cache.files() if key in f.datasets):
+        return
+    if sys.stderr.isatty():  # a notice before a download that may take a while; never in logs, so a failure is one line
+        print(f"data: fetching data set {key!r} (`dxrf data list` shows its files and sources)", file=sys.stderr, flush=True)
+    lines: list[str] = []
+    _data_cache.fetch(key, progress=lines.append)
+    for line in lines:
+        print(f"data: {line}", file=sys.stderr, flush=True)
 
 
 def to_zarr(

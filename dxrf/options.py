@@ -46,6 +46,10 @@ class Options:
     progress : bool or None
         Show a progress bar on every pass. ``None`` shows one only when
         attached to a terminal.
+    ingest_piece_bytes : int or None
+        Bytes of source per task of a parallel ingest (rounded to whole read
+        chunks, at least one). ``None``: about four pieces per worker thread,
+        each under 1/16 of a worker's memory limit.
     """
 
     tile_bytes: int = 160 * 2**20
@@ -54,6 +58,7 @@ class Options:
     blas_threads: int | None = 1
     split_every: int = 8
     progress: bool | None = False
+    ingest_piece_bytes: int | None = None
 
     def __setattr__(self, name: str, value: Any) -> None:
         # also an assignment to the live object of get_options() is checked:
@@ -83,6 +88,7 @@ _CHECKS = {
     # a fan-in below 2 never shrinks the reduction
     "split_every": _option_int("split_every", 2),
     "progress": lambda value: check_progress(value, "option progress"),
+    "ingest_piece_bytes": _option_int("ingest_piece_bytes", 1, allow_none=True),
 }
 
 

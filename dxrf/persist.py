@@ -31,7 +31,7 @@ __all__ = ["FORMAT_VERSION", "save", "load", "SaveMixin", "ModelFormatError"]
 
 FORMAT_VERSION = 2  # 2: checksummed arrays, declared fitted attributes
 MARKER = "dxrf_model_format"
-_KERNEL_ARRAYS = ("scale", "W", "b", "signs", "norms")
+_KERNEL_ARRAYS = ("scale", "W", "b", "signs", "norms", "whitening")
 _STATS_ARRAYS = ("gram", "sum", "cross", "ysum", "yy")
 
 
@@ -102,14 +102,18 @@ class _Writer:
         if isinstance(v, FeatureStats):
             w, name = self.sub("stats")
             spec = {k: (None if getattr(v, k) is None else w.array(getattr(v, k))) for k in _STATS_ARRAYS}
-            spec["n"] = int(v.n)
+            # the number of rows, or the total weight of weighted statistics (a float)
+            spec["n"] = v.n if isinstance(v.n, float) else int(v.n)
             w.group.attrs["stats"] = spec
             return {"__stats__": name}
         if isinstance(v, (list, tuple)):
             return {"__list__": [self.value(x, f"{where}[{i}]") for i, x in enumerate(v)], "tuple": isinstance(v, tuple)}
         if isinstance(v, dict):
             if not all(isinstance(k, str) for k in v):
-                raise TypeError(f"cannot save {where}: dict keys must be strings")
+                # keys that are numbers (a class_weight by class label): stored as (key, value) pairs
+                if not all(isinstance(k, (str, numbers.Real)) and not isinstance(k, bool) for k in v):
+                    raise TypeError(f"cannot save {where}: dict keys must be strings or numbers")
+                return {"__items__": [[self.value(k, f"{where} key"), self.value(x, f"{where}[{k!r}]")] for k, x in v.items()]}
             return {"__dict__": {k: self.value(x, f"{where}.{k}") for k, x in v.items()}}
         if hasattr(v, "get_params") and type(v).__name__ in _registry():
             w, name = self.sub("estimator")
@@ -234,6 +238,11 @@ class _Reader:
             return tuple(items) if v.get("tuple") else items
         if "__dict__" in v:
             return {k: self.value(x) for k, x in v["__dict__"].items()}
+        if "__items__" in v:
+            pairs = v["__items__"]
+            if not isinstance(pairs, list) or not all(isinstance(p, list) and len(p) == 2 for p in pairs):
+                raise ModelFormatError(f"{self.where}: a dict of (key, value) pairs is malformed")
+            return {self.value(k): self.value(x) for k, x in pairs}
         for tag in ("__kernel__", "__stats__", "__estimator__"):
             if tag in v:
                 try:
@@ -261,8 +270,9 @@ class _Reader:
                 return FeatureKernel(
                     spec["activation"], arrays["scale"], int(spec["n_features_in"]), W=arrays["W"], b=arrays["b"],
                     pieces=int(spec["pieces"]), signs=arrays["signs"], norms=arrays["norms"], bandwidth=float(spec["bandwidth"]),
+                    whitening=arrays["whitening"],
                 )
-            return FeatureStats(arrays["gram"], arrays["sum"], int(spec["n"]), arrays["cross"], arrays["ysum"], arrays["yy"])
+            return FeatureStats(arrays["gram"], arrays["sum"], spec["n"] if isinstance(spec["n"], float) else int(spec["n"]), arrays["cross"], arrays["ysum"], arrays["yy"])
         except (ValueError, TypeError, KeyError) as exc:
             raise ModelFormatError(f"{self.where}: inconsistent {tag.strip('_')}: {exc}") from None
 

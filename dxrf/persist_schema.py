@@ -37,6 +37,7 @@ _KINDS = (
     "labels-or-none",
     "names",  # a 1-d array of strings (feature_names_in_)
     "index",  # a 1-d array of non-negative integers
+    "index-or-none",
     "kernel",
     "stats",
     "estimator",
@@ -108,6 +109,7 @@ SCHEMAS: dict[str, dict[str, str]] = {
     "RandomReLUFeatures": {**_MAP, "bandwidth_": "real"},
     "RandomMaxoutFeatures": dict(_MAP),
     "RandomLinearSketch": dict(_MAP),
+    "NystroemFeatures": {**_MAP, "bandwidth_": "real", "landmark_indices_": "index-or-none", "n_passes_": "int"},
     "RandomFeatureRidge": dict(_RIDGE),
     "RandomFeatureClassifier": dict(_CLASSIFIER),
     "RandomFeatureRidgeCV": {**_RIDGE, **_SEARCH},
@@ -199,6 +201,8 @@ def _kind_error(kind: str, v: Any) -> str | None:
     if kind == "names":
         ok = isinstance(v, np.ndarray) and v.ndim == 1 and all(isinstance(s, str) for s in v.tolist())
         return None if ok else "a 1-d array of names"
+    if kind == "index-or-none":
+        return None if v is None else _kind_error("index", v)
     if kind == "index":
         ok = isinstance(v, np.ndarray) and v.ndim == 1 and v.dtype.kind in "iu" and (v.size == 0 or v.min() >= 0)
         return None if ok else "a 1-d array of non-negative integers"

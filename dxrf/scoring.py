@@ -17,9 +17,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from ._validation import check_choice, check_dask_matrix, check_not_sparse, check_pass_options, check_seed, check_subset, is_dask
+from ._weights import check_sample_weight
 from .compensated import compensated_add
 from .engine import Pass, Rows, block_groups, check_block, group_rows, run_pass
 from .stats import check_split, resolve_kernel
+from .stats_tiles import check_weight_block
 
 __all__ = ["LinearModels", "ModelScores", "score_models"]
 
@@ -70,10 +72,12 @@ class ModelScores:
 
     ``mse`` is the mean over rows and outputs of the squared error; ``error``
     the fraction of misclassified rows (classification); ``log_loss`` the mean
-    negative log-likelihood (logistic and softmax links).
+    negative log-likelihood (logistic and softmax links). With row weights
+    each is a weighted mean (divided by the total weight), and ``n`` is the
+    total weight (a float).
     """
 
-    n: int
+    n: int | float
     mse: np.ndarray
     error: np.ndarray | None = None
     log_loss: np.ndarray | None = None
@@ -130,9 +134,19 @@ class _Group:
         """Numbers of sums per group of rows: MSE, error and log-loss for each model."""
         return 3 * self.p
 
-    def tile_sums(self, X: np.ndarray, y: np.ndarray, out: np.ndarray) -> None:
-        """Add this group's per-model sums over the rows of one tile into ``out`` (shape (3, P))."""
+    def tile_sums(self, X: np.ndarray, y: np.ndarray, out: np.ndarray, w: np.ndarray | None = None) -> None:
+        """Add this group's per-model sums over the rows of one tile into ``out`` (shape (3, P)).
+
+        ``w``: row weights (float64), or None: every row counts once.
+        """
         n = X.shape[0]
+
+        def total(per_row: np.ndarray, axis: object = 0) -> np.ndarray:
+            # rows on axis 0, times their weights (by 1 exactly: weights of ones change no bit)
+            if w is not None:
+                per_row = per_row * w.reshape((-1,) + (1,) * (per_row.ndim - 1))
+            return per_row.sum(axis=axis)
+
         S = self.kernel(X).astype(np.float64, copy=False) @ self.theta
         S += self.intercept
         S = S.reshape(n, self.p, self.k)
@@ -140,7 +154,7 @@ class _Group:
             Y = y.reshape(n, 1, -1)
             if Y.shape[2] != self.k:
                 raise ValueError(f"y has {Y.shape[2]} columns but the models have {self.k} outputs")
-            out[0] += ((S - Y) ** 2).sum(axis=(0, 2))
+            out[0] += total((S - Y) ** 2, axis=(0, 2))
             return
         codes = _class_codes(y, self.k, n)
         onehot = np.full((n, 1, max(self.k, 1)), -1.0)
@@ -150,15 +164,15 @@ class _Group:
         else:
             onehot[np.arange(n), 0, codes] = 1.0
             wrong = S.argmax(axis=2) != codes[:, None]
-        out[0] += ((S - onehot) ** 2).sum(axis=(0, 2))
-        out[1] += wrong.sum(axis=0)
+        out[0] += total((S - onehot) ** 2, axis=(0, 2))
+        out[1] += total(wrong)
         if self.link == "logistic":
             t = onehot[:, :, 0]
-            out[2] += np.logaddexp(0.0, -t * S[:, :, 0]).sum(axis=0)
+            out[2] += total(np.logaddexp(0.0, -t * S[:, :, 0]))
         elif self.link == "softmax":
             top = S.max(axis=2, keepdims=True)
             lse = np.log(np.exp(S - top).sum(axis=2)) + top[:, :, 0]
-            out[2] += (lse - S[np.arange(n), :, codes]).sum(axis=0)
+            out[2] += total(lse - S[np.arange(n), :, codes])
 
     def scores(self, sums: np.ndarray, n: int) -> ModelScores:
         sums = sums.reshape(3, self.p)
@@ -189,7 +203,8 @@ class _ScoreConfig:
     """What every block of a scoring pass needs: the groups, the tile grid and the split."""
 
     def __init__(
-        self, groups: list[_Group], tile_rows: int, fraction: float | None, seed: int, parts: int, folds: int | None = None
+        self, groups: list[_Group], tile_rows: int, fraction: float | None, seed: int, parts: int, folds: int | None = None,
+        weighted: bool = False,
     ) -> None:
         self.groups = groups
         self.tile_rows = tile_rows
@@ -197,31 +212,34 @@ class _ScoreConfig:
         self.seed = seed
         self.parts = parts
         self.folds = folds
-        self.width = sum(g.width for g in groups) + 1  # the last sum counts rows
+        self.weighted = weighted
+        self.width = sum(g.width for g in groups) + 1  # the last sum counts rows (or adds their weights)
 
     @property
     def nbytes(self) -> int:
         return sum(g.theta.nbytes + g.kernel.nbytes for g in self.groups)
 
 
-def _tile_into(cfg: _ScoreConfig, X, y, mask, hi: np.ndarray, lo: np.ndarray) -> None:
+def _tile_into(cfg: _ScoreConfig, X, y, mask, hi: np.ndarray, lo: np.ndarray, w=None) -> None:
     """Compensated add of one global tile's sums into the (parts, width) running sums."""
     for part, rows in enumerate(group_rows(mask, cfg.parts)):
         Xp, yp = X[rows], y[rows]
+        wp = None if w is None else w[rows]
         if Xp.shape[0] == 0:
             continue
         tile = np.zeros(cfg.width)
         off = 0
         for g in cfg.groups:
-            g.tile_sums(Xp, yp, tile[off : off + g.width].reshape(3, g.p))
+            g.tile_sums(Xp, yp, tile[off : off + g.width].reshape(3, g.p), wp)
             off += g.width
-        tile[-1] = Xp.shape[0]
+        tile[-1] = Xp.shape[0] if wp is None else wp.sum()
         compensated_add(hi[part], lo[part], tile)
 
 
 def _score_block(X, columns, rows: Rows, cfg: _ScoreConfig, running):
-    y, mask = columns
+    y, mask, weight = columns
     X = check_block(X, cfg.groups[0].kernel.n_features_in, rows.start)
+    w = check_weight_block(weight, X.shape[0], rows.start)
     y = np.asarray(y, dtype=np.float64).reshape(X.shape[0], -1)
     if not np.isfinite(y).all():
         raise ValueError(f"y contains NaN or infinity (in rows {rows.start}..{rows.stop - 1})")
@@ -232,9 +250,10 @@ def _score_block(X, columns, rows: Rows, cfg: _ScoreConfig, running):
         a, b = a_ - rows.start, b_ - rows.start
         m = None if mask is None else mask[a:b]
         if whole:
-            _tile_into(cfg, X[a:b], y[a:b], m, hi, lo)
+            _tile_into(cfg, X[a:b], y[a:b], m, hi, lo, None if w is None else w[a:b])
         else:
-            fragments[(0, t)] = (a_, X[a:b].copy(), y[a:b].copy(), None if m is None else m.copy())
+            fragments[(0, t)] = (a_, X[a:b].copy(), y[a:b].copy(), None if m is None else m.copy(),
+                                 None if w is None else w[a:b].copy())
     return (hi, lo), fragments
 
 
@@ -243,8 +262,9 @@ def _score_fixup(key, cfg: _ScoreConfig, *fragment_maps):
     X = np.concatenate([p[1] for p in pieces])
     y = np.concatenate([p[2] for p in pieces])
     mask = None if pieces[0][3] is None else np.concatenate([p[3] for p in pieces])
+    w = None if pieces[0][4] is None else np.concatenate([p[4] for p in pieces])
     hi, lo = np.zeros((cfg.parts, cfg.width)), np.zeros((cfg.parts, cfg.width))
-    _tile_into(cfg, X, y, mask, hi, lo)
+    _tile_into(cfg, X, y, mask, hi, lo, w)
     return hi, lo
 
 
@@ -261,7 +281,7 @@ def _score_finish(partial, cfg: _ScoreConfig) -> list:
     total = hi + lo
     out = []
     for part in range(cfg.parts):
-        n = int(round(total[part, -1]))
+        n = float(total[part, -1]) if cfg.weighted else int(round(total[part, -1]))
         off, res = 0, []
         for g in cfg.groups:
             res.append(g.scores(total[part, off : off + g.width], n))
@@ -279,6 +299,7 @@ def score_models(
     split_seed: int = 0,
     folds: int | None = None,
     progress: bool | None = None,
+    sample_weight: object = None,
 ) -> list:
     """Score many stacks of linear models on the rows of ``X`` in one pass.
 
@@ -301,6 +322,9 @@ def score_models(
         (the folds of :func:`dxrf.accumulate` with the same ``split_seed``).
         Not together with ``split``.
     progress : bool, optional
+    sample_weight : array of shape (N,), optional
+        Row weights (NumPy or dask): every score is then a weighted mean,
+        ``sum_n w_n e_n / sum_n w_n`` (MSE, 0-1 error, log-loss).
 
     Returns
     -------
@@ -334,13 +358,14 @@ def score_models(
             mask = np.asarray(mask.compute() if is_dask(mask) else mask).reshape(-1)
             if mask.shape[0] != X.shape[0]:
                 raise ValueError(f"split has {mask.shape[0]} rows but X has {X.shape[0]}")
+    weight = check_sample_weight(sample_weight, int(X.shape[0]))
     parts = folds if folds is not None else (1 if fraction is None and mask is None else 2)
-    cfg = _ScoreConfig(groups, _TILE_ROWS, fraction, split_seed, parts, folds)
+    cfg = _ScoreConfig(groups, _TILE_ROWS, fraction, split_seed, parts, folds, weighted=weight is not None)
     spec = Pass(
         block=_score_block, merge=_score_merge, finish=_score_finish, fixup=_score_fixup,
         tile_grids=(cfg.tile_rows,), partial_bytes=2 * 8 * parts * cfg.width,
     )
-    out = run_pass(spec, X, (y, mask), (cfg,), progress=progress, names=("y", "split"))
+    out = run_pass(spec, X, (y, mask, weight), (cfg,), progress=progress, names=("y", "split", "sample_weight"))
     if folds is not None:
         return out
     return out[0] if parts == 1 else (out[0], out[1])

@@ -33,6 +33,7 @@ from .compensated import CompensatedSums as _Sums  # noqa: F401 - the partials' 
 from .compensated import packed_size as _packed_size  # noqa: F401
 from .engine import hashed_split, run_pass, tile_grid
 from .features.kernel import FeatureKernel
+from ._weights import check_sample_weight
 from .stats_tiles import StatsConfig, TileWorker, check_stats_block, default_tile_rows, partial_bytes, stats_pass
 
 __all__ = ["FeatureStats", "accumulate", "block_stats", "hashed_split", "resolve_kernel"]
@@ -52,8 +53,9 @@ class FeatureStats:
         about 1 for random Fourier features) is :meth:`normalized_gram`.
     sum : ndarray of shape (M,)
         ``sum_n z_n``.
-    n : int
-        Number of rows.
+    n : int or float
+        Number of rows; for weighted statistics the total weight
+        ``sum_n w_n`` (a float), the divisor of every mean.
     cross : ndarray of shape (M, k) or None
         ``sum_n z_n y_n^T``; ``None`` without targets.
     ysum : ndarray of shape (k,) or None
@@ -64,7 +66,7 @@ class FeatureStats:
 
     gram: np.ndarray
     sum: np.ndarray
-    n: int
+    n: int | float
     cross: np.ndarray | None = None
     ysum: np.ndarray | None = None
     yy: np.ndarray | None = None
@@ -198,6 +200,7 @@ def block_stats(
     tile_rows: int | None = None,
     blas_threads: int | None = None,
     row_offset: int = 0,
+    sample_weight: np.ndarray | None = None,
 ) -> FeatureStats | tuple[FeatureStats, FeatureStats]:
     """Statistics of one block of rows: a pure function on NumPy arrays.
 
@@ -221,6 +224,8 @@ def block_stats(
         Limit BLAS threads for this call (``None`` leaves them alone).
     row_offset : int
         Global index of the first row.
+    sample_weight : ndarray of shape (n,), optional
+        Row weights (see :func:`accumulate`).
 
     Returns
     -------
@@ -235,14 +240,17 @@ def block_stats(
         mask = np.asarray(mask, dtype=bool).reshape(-1)
         if mask.shape[0] != X.shape[0]:
             raise ValueError(f"split mask has {mask.shape[0]} rows; X block has {X.shape[0]}")
+    w = check_sample_weight(sample_weight, X.shape[0])
     tile_rows = tile_rows or default_tile_rows(kernel)
     limiter = blas_limit(blas_threads)
     with limiter:
-        worker = TileWorker(kernel, tile_rows, None if Y is None else Y.shape[1], 1 if mask is None else 2)
+        worker = TileWorker(kernel, tile_rows, None if Y is None else Y.shape[1], 1 if mask is None else 2,
+                            weighted=w is not None)
         for lo, hi in tile_grid(row_offset, row_offset + X.shape[0], tile_rows):
             a, b = lo - row_offset, hi - row_offset
-            worker.add_tile(X[a:b], None if Y is None else Y[a:b], None if mask is None else mask[a:b])
-    out = tuple(s.finish(kernel.scale) for s in worker.sums)
+            worker.add_tile(X[a:b], None if Y is None else Y[a:b], None if mask is None else mask[a:b],
+                            None if w is None else w[a:b])
+    out = tuple(s.finish(kernel.scale, kernel.transform_matrix) for s in worker.sums)
     return out[0] if mask is None else out
 
 
@@ -295,6 +303,7 @@ def accumulate(
     tile_rows: int | None = None,
     split_every: int | None = None,
     lanes: int | None = None,
+    sample_weight: np.ndarray | da.Array | None = None,
 ) -> FeatureStats | tuple[FeatureStats, ...] | list:
     """One pass over ``X`` accumulating the statistics of the features ``z(X)``.
 
@@ -359,6 +368,14 @@ def accumulate(
         on a distributed cluster are chained on the worker holding them (two
         lanes per thread), and other arrays get one independent task per chunk
         (as with ``lanes`` equal to the number of chunks).
+    sample_weight : array of shape (N,), optional
+        Row weights ``w_n >= 0`` (NumPy, or a dask array; its chunks are
+        aligned with X's rows by the engine). Every sum is weighted,
+        ``gram = sum_n w_n z_n z_n^T`` and so on, and ``n`` is ``sum_n w_n``
+        (a float), so means divide by the total weight and an integer weight
+        equals repeating the row (DESIGN section 2). Splits, folds and
+        subsamples still hash row indices. Weights of ones give the
+        unweighted statistics bitwise (with ``n`` a float).
 
     Returns
     -------
@@ -417,9 +434,10 @@ def accumulate(
                 raise ValueError(f"split has {mask.shape[0]} rows but X has {n}")
     else:
         X = check_dask_matrix(X, n_features=kernels[0].n_features_in)
+    weight = check_sample_weight(sample_weight, int(X.shape[0]))
     tiles = [tile_rows or default_tile_rows(k) for k in kernels]
     groups = folds if folds is not None else (1 if (fraction is None and mask is None) else 2)
-    cfg = StatsConfig(kernels, tiles, fraction, split_seed, groups, folds, sample)
+    cfg = StatsConfig(kernels, tiles, fraction, split_seed, groups, folds, sample, weighted=weight is not None)
     # the client receives a dense M x M Gram per map and group: refused before the pass
     m = max(k.n_components for k in kernels)
     check_pass(
@@ -430,7 +448,7 @@ def accumulate(
         concurrency=local_threads(X),
     )
     out = run_pass(
-        stats_pass(cfg), X, (y, mask), (cfg,),
-        progress=progress, split_every=split_every, lanes=lanes, names=("y", "split"),
+        stats_pass(cfg), X, (y, mask, weight), (cfg,),
+        progress=progress, split_every=split_every, lanes=lanes, names=("y", "split", "sample_weight"),
     )
     return out if many else out[0]

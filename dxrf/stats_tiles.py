@@ -20,7 +20,7 @@ from .engine import Pass, Rows, block_groups, check_block, check_columns, group_
 from .features.kernel import FeatureKernel
 from .options import get_options
 
-__all__ = ["TileWorker", "StatsConfig", "stats_pass", "default_tile_rows", "check_stats_block"]
+__all__ = ["TileWorker", "StatsConfig", "stats_pass", "default_tile_rows", "check_stats_block", "check_weight_block"]
 
 # stays in a core's L2 cache while it is projected, activated and summed).
 # A slab's column sums accumulate in the tile's dtype: at most this many rows,
@@ -46,8 +46,9 @@ class TileWorker:
         groups: int,
         sums: list | None = None,
         xp: ModuleType = np,
+        weighted: bool = False,
     ) -> None:
-        m = kernel.n_components
+        m = kernel.n_base  # the statistics are of the base features (a Nystroem map's kernel values)
         self.xp = xp
         self.kernel = kernel_on(kernel, xp)
         if xp is np:
@@ -56,9 +57,9 @@ class TileWorker:
         else:
             self.buf = xp.empty((tile_rows, m), dtype=kernel.dtype)
             self.gram = xp.zeros((m, m), dtype=kernel.dtype)
-        self.sums = sums if sums is not None else [CompensatedSums(m, n_targets, xp) for _ in range(groups)]
+        self.sums = sums if sums is not None else [CompensatedSums(m, n_targets, xp, weighted) for _ in range(groups)]
 
-    def _features_in_slabs(self, X: np.ndarray, Z: np.ndarray) -> np.ndarray:
+    def _features_in_slabs(self, X: np.ndarray, Z: np.ndarray, w: np.ndarray | None = None) -> np.ndarray:
         """Fill ``Z`` with the raw features of ``X``, a cache-sized slab of rows at a time.
 
         Each slab's projection, activation and column sum run while it is in
@@ -67,7 +68,9 @@ class TileWorker:
         ``_SLAB_MAX_ROWS`` rows) is summed by BLAS in the tile's dtype, no less
         accurate than the syrk's own accumulation, and the slabs' sums in
         float64. Together 1-2% of a tile at M = 2000, against 4% for separate
-        sweeps (the float64 reduction alone was 12 ms of 455).
+        sweeps (the float64 reduction alone was 12 ms of 455). With row
+        weights ``w`` (in the tile's dtype) the sums are ``w @ Z`` by the same
+        products (weights of ones give the unweighted sums bitwise).
         """
         n, m = Z.shape
         rows = min(_SLAB_MAX_ROWS, max(16, _SLAB_BYTES // (m * Z.dtype.itemsize)))
@@ -77,44 +80,55 @@ class TileWorker:
         parts = thread_buffer("slab-sums", (slabs, m), Z.dtype)
         for i in range(slabs):
             a, b = i * rows, min(n, (i + 1) * rows)
-            self.kernel.raw(X[a:b], out=Z[a:b])
-            np.matmul(ones[: b - a], Z[a:b], out=parts[i])
+            self.kernel.base(X[a:b], out=Z[a:b])
+            np.matmul(ones[: b - a] if w is None else w[a:b], Z[a:b], out=parts[i])
         return parts.sum(axis=0, dtype=np.float64)
 
-    def add_tile(self, X: np.ndarray, Y: np.ndarray | None, mask: np.ndarray | None) -> None:
+    def add_tile(self, X: np.ndarray, Y: np.ndarray | None, mask: np.ndarray | None, w: np.ndarray | None = None) -> None:
         """Add one global tile to its groups.
 
         ``mask`` None: all rows to group 0; boolean: train rows (False) to
         group 0, validation rows (True) to group 1; integer: row ``i`` to
         group ``mask[i]`` (the folds of a k-fold pass; -1: no group, the
-        rows a subsampled pass leaves out).
+        rows a subsampled pass leaves out). ``w``: float64 row weights, or
+        None (every row weighs 1).
         """
         if mask is None:
-            self._add_rows(0, X, Y)
+            self._add_rows(0, X, Y, w)
             return
         for g, rows in enumerate(group_rows(mask, len(self.sums))):
             if rows.any():
-                self._add_rows(g, X[rows], None if Y is None else Y[rows])
+                self._add_rows(g, X[rows], None if Y is None else Y[rows], None if w is None else w[rows])
 
-    def _add_rows(self, g: int, X: np.ndarray, Y: np.ndarray | None) -> None:
+    def _add_rows(self, g: int, X: np.ndarray, Y: np.ndarray | None, w: np.ndarray | None = None) -> None:
         n = X.shape[0]
         if n == 0:
             return
         sums = self.sums[g]
         Z = self.buf[:n]
-        if self.xp is np:
-            sums.add("sum", self._features_in_slabs(X, Z))
+        xp = self.xp
+        wz = None if w is None else w.astype(Z.dtype)
+        if xp is np:
+            sums.add("sum", self._features_in_slabs(X, Z, wz))
         else:  # one launch per tile on a device
-            self.kernel.raw(X, out=Z)
-            sums.add("sum", Z.sum(axis=0, dtype=np.float64))
+            self.kernel.base(X, out=Z)
+            sums.add("sum", Z.sum(axis=0, dtype=np.float64) if w is None else (wz @ Z).astype(np.float64))
+        if w is not None:
+            # sum_n w_n z_n z_n^T as the syrk of sqrt(w) Z (multiplying by 1 is exact:
+            # weights of ones give the unweighted Gram bitwise)
+            root = xp.sqrt(w)
+            Z *= root.astype(Z.dtype)[:, None]
+            sums.add("wsum", w.sum(keepdims=True))
         # NumPy sends Z.T @ Z to BLAS syrk and releases the GIL (SciPy's ?syrk
         # wrapper holds it, which serialised threads of a process); CuPy runs GEMM
-        self.xp.matmul(Z.T, Z, out=self.gram)
+        xp.matmul(Z.T, Z, out=self.gram)
         sums.add("gram", self.gram)
         if Y is not None:
-            sums.add("cross", (Z.T @ Y.astype(Z.dtype)).astype(np.float64))
-            sums.add("ysum", Y.sum(axis=0))
-            sums.add("yy", Y.T @ Y)
+            Yr = Y if w is None else Y * root[:, None]
+            Yw = Y if w is None else Y * w[:, None]
+            sums.add("cross", (Z.T @ Yr.astype(Z.dtype)).astype(np.float64))
+            sums.add("ysum", Yw.sum(axis=0))
+            sums.add("yy", Yw.T @ Y)
         sums.n += n
 
 
@@ -127,7 +141,7 @@ _ROUND_TILES = (10_000, 5_000, 2_500, 2_000, 1_250, 1_000, 500, 250)
 
 def default_tile_rows(kernel: FeatureKernel) -> int:
     opts = get_options()
-    rows = opts.tile_bytes // (kernel.n_components * kernel.dtype.itemsize)
+    rows = opts.tile_bytes // (kernel.n_base * kernel.dtype.itemsize)
     rows = int(min(opts.max_tile_rows, max(opts.min_tile_rows, rows)))
     return next((t for t in _ROUND_TILES if opts.min_tile_rows <= t <= rows), rows)
 
@@ -137,6 +151,17 @@ def check_stats_block(X, y, kernel: FeatureKernel, row_offset: int):
     """Validate one block of rows and its targets (NumPy, or CuPy: the checks then run on the device)."""
     X = check_block(X, kernel.n_features_in, row_offset)
     return X, check_columns(y, X.shape[0], row_offset, "y")
+
+
+def check_weight_block(w, n: int, row_offset: int):
+    """One block of row weights as float64 of shape ``(n,)``, or None (checked as a whole by the caller)."""
+    if w is None:
+        return None
+    xp = array_module(w)
+    w = xp.asarray(w, dtype=np.float64).reshape(-1)
+    if w.shape[0] != n:
+        raise ValueError(f"sample_weight block at row {row_offset} has {w.shape[0]} weights; the X block has {n} rows")
+    return w
 
 
 class StatsConfig:
@@ -149,10 +174,10 @@ class StatsConfig:
     summed apart: ``folds`` with folds, 2 with a split (train, validation),
     else 1. ``sample`` ``(fraction, seed)`` restricts the pass to a hashed
     subsample of the rows (the others are read but their features never
-    computed).
+    computed). ``weighted``: the pass carries a column of row weights.
     """
 
-    def __init__(self, kernels, tile_rows, fraction, seed, groups, folds=None, sample=None) -> None:
+    def __init__(self, kernels, tile_rows, fraction, seed, groups, folds=None, sample=None, weighted=False) -> None:
         self.kernels = tuple(kernels)
         self.grids = tuple(sorted(set(tile_rows)))
         self.grid_of = tuple(self.grids.index(t) for t in tile_rows)
@@ -163,6 +188,7 @@ class StatsConfig:
         self.folds = folds
         # (fraction, seed) of a hashed row subsample, or None: every row
         self.sample = sample
+        self.weighted = bool(weighted)
 
     @property
     def nbytes(self) -> int:
@@ -172,7 +198,7 @@ class StatsConfig:
         from dask.base import tokenize
 
         return ("dxrf-stats-config", tokenize(self.kernels), self.tile_rows, self.fraction, self.seed, self.groups,
-                self.folds, self.sample)
+                self.folds, self.sample, self.weighted)
 
 
 def _stats_block(X, columns, rows: Rows, cfg: StatsConfig, running):
@@ -184,9 +210,12 @@ def _stats_block(X, columns, rows: Rows, cfg: StatsConfig, running):
     :func:`_stats_fixup` so every tile's Gram is computed from the same rows
     however X is chunked.
     """
-    y, mask = columns
+    y, mask, weight = columns
     X, Y = check_stats_block(X, y, cfg.kernels[0], rows.start)
     xp = array_module(X)
+    w = check_weight_block(weight, X.shape[0], rows.start)
+    if w is not None and xp is not np:
+        w = xp.asarray(w)
     mask = block_groups(rows.start, X.shape[0], mask, fraction=cfg.fraction, folds=cfg.folds, seed=cfg.seed,
                         sample=cfg.sample)
     k = None if Y is None else Y.shape[1]
@@ -195,14 +224,15 @@ def _stats_block(X, columns, rows: Rows, cfg: StatsConfig, running):
     for i, kernel in enumerate(cfg.kernels):
         # device blocks: sums of this chunk on the device, added to the lane's host sums at the end
         lane = out.get(i)
-        worker = TileWorker(kernel, cfg.tile_rows[i], k, cfg.groups, lane if xp is np else None, xp)
+        worker = TileWorker(kernel, cfg.tile_rows[i], k, cfg.groups, lane if xp is np else None, xp, cfg.weighted)
         g = cfg.grid_of[i]
         for lo, hi, t, whole in rows.tiles(cfg.tile_rows[i]):
             a, b = lo - rows.start, hi - rows.start
-            part = (X[a:b], None if Y is None else Y[a:b], None if mask is None else mask[a:b])
+            part = (X[a:b], None if Y is None else Y[a:b], None if mask is None else mask[a:b],
+                    None if w is None else w[a:b])
             if whole:
                 if xp is not np and part[2] is not None:
-                    part = part[:2] + (xp.asarray(part[2]),)
+                    part = part[:2] + (xp.asarray(part[2]),) + part[3:]
                 worker.add_tile(*part)
             elif (g, t) not in fragments:  # fragments travel as host arrays; the fix-up runs on the host
                 fragments[(g, t)] = (lo,) + tuple(None if r is None else to_host(r).copy() for r in part)
@@ -221,11 +251,13 @@ def _stats_fixup(key, cfg: StatsConfig, *fragment_maps):
     X = np.concatenate([p[1] for p in pieces])
     Y = None if pieces[0][2] is None else np.concatenate([p[2] for p in pieces])
     mask = None if pieces[0][3] is None else np.concatenate([p[3] for p in pieces])
+    w = None if pieces[0][4] is None else np.concatenate([p[4] for p in pieces])
     out = {}
     for i, kernel in enumerate(cfg.kernels):
         if cfg.grid_of[i] == g:
-            worker = TileWorker(kernel, cfg.tile_rows[i], None if Y is None else Y.shape[1], cfg.groups)
-            worker.add_tile(X, Y, mask)
+            worker = TileWorker(kernel, cfg.tile_rows[i], None if Y is None else Y.shape[1], cfg.groups,
+                                weighted=cfg.weighted)
+            worker.add_tile(X, Y, mask, w)
             out[i] = worker.sums
     return out
 
@@ -257,14 +289,14 @@ def _stats_finish(total: dict, cfg: StatsConfig) -> list:
     """Per kernel, its statistics, or the tuple of its groups' (train and validation, or folds)."""
     out = []
     for i, kernel in enumerate(cfg.kernels):
-        done = tuple(s.finish(kernel.scale) for s in total[i])
+        done = tuple(s.finish(kernel.scale, kernel.transform_matrix) for s in total[i])
         out.append(done[0] if len(done) == 1 else done)
     return out
 
 
 def partial_bytes(cfg: StatsConfig) -> int:
     """Bytes of one partial: hi and lo float64 packed Grams per group and kernel."""
-    return sum(cfg.groups * 2 * 8 * packed_size(k.n_components) for k in cfg.kernels)
+    return sum(cfg.groups * 2 * 8 * packed_size(k.n_base) for k in cfg.kernels)
 
 
 def stats_pass(cfg: StatsConfig) -> Pass:

@@ -30,7 +30,7 @@ from dxrf import data_cache, datasets
 from dxrf.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
-ENV_VARS = ("DXRF_DATA_DIR", "DXRF_DATA_MIRROR", "DXRF_DATA_DISCOVER", "XDG_CACHE_HOME")
+ENV_VARS = ("DXRF_DATA_DIR", "DXRF_DATA_MIRROR", "DXRF_DATA_DISCOVER", "XDG_CACHE_HOME", "DXRF_DATA_SOURCE_MIRROR")
 
 
 @pytest.fixture(autouse=True)
@@ -163,9 +163,9 @@ def test_lookup_order(shared_data, tmp_path, monkeypatch):
         # exact source: the public URL at the pinned commit
         ("protein", None, "to download it from https://raw.githubusercontent.com/treforevans/uci_datasets/"
                           "f0737523712fe66a1640e4b980b927e8490b58eb/uci_datasets/protein/data.csv.gz"),
-        # derived file: only a mirror has these bytes
-        ("adult", None, "with DXRF_DATA_MIRROR set to a copy laid out as shared/data (its source, "
-                        "https://raw.githubusercontent.com/advaithca/"),
+        # derived file: its source, and the recipe
+        ("adult", None, "to download its source from https://raw.githubusercontent.com/advaithca/lessThanGreaterThan50k/"
+                        "e91f4a9036bba2042c17da9d8e75b22cea4d9b7c/adult.data and derive it"),
         ("adult", "http://127.0.0.1:9/m/", "to download it from http://127.0.0.1:9/m/adult/adult.data.gz"),
         ("mnist", "ftp://x", "`dxrf data fetch mnist` downloads it, but DXRF_DATA_MIRROR='ftp://x' must be"),
     ],
@@ -183,6 +183,40 @@ def test_load_without_data_fails_in_one_line(name, mirror, expected, tmp_path, m
     assert str(tmp_path / "dxrf" / "data") in msg
     assert expected in msg
     assert not (tmp_path / "dxrf").exists()  # loading never downloads
+
+
+def test_load_with_download_fetches_what_is_missing(mirror, shared_data, tmp_path, monkeypatch, capsys):
+    # what the workflows do: a missing set is fetched into the cache (here from the mirror), then read
+    monkeypatch.setenv("DXRF_DATA_DISCOVER", "0")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("DXRF_DATA_MIRROR", mirror)
+    got = datasets.load("parkinsons", download=True)
+    cache = tmp_path / "dxrf" / "data"
+    want = sorted(cache / f.path for f in data_cache.files() if "parkinsons" in f.datasets)
+    assert _files_under(cache) == want
+    err = capsys.readouterr().err
+    assert err.count("\n") == len(want) * 2 and all(ln.startswith("data: parkinsons: ") for ln in err.splitlines())
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("DXRF_DATA_DISCOVER")
+        mp.delenv("XDG_CACHE_HOME")
+        ref = datasets.load("parkinsons")  # from shared/data
+    np.testing.assert_array_equal(got.X_train, ref.X_train)
+    # present now: nothing is fetched again, nothing printed
+    datasets.load("parkinsons", download=True)
+    assert capsys.readouterr().err == ""
+
+
+def test_load_with_download_and_no_network_fails_in_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("DXRF_DATA_DISCOVER", "0")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    dead = f"http://127.0.0.1:{_free_port()}"
+    monkeypatch.setenv("DXRF_DATA_SOURCE_MIRROR", dead)
+    with pytest.raises(data_cache.DataFetchError) as info:
+        datasets.load("adult", download=True)
+    msg = str(info.value)
+    assert "\n" not in msg and msg.startswith("data set 'adult': downloading ")
+    assert f"from {dead}/raw.githubusercontent.com/" in msg and "`dxrf data fetch adult`" in msg
+    assert not _files_under(tmp_path / "dxrf")
 
 
 # -- fetching over HTTP ---------------------------------------------------------------------------
@@ -230,7 +264,7 @@ def test_fetch_verifies_and_the_loaders_use_the_cache(mirror, shared_data, tmp_p
     rc, out, _ = _cli(capsys, "list")
     assert rc == 0
     rows = {ln.split()[0]: ln.split() for ln in out.splitlines()[4:-1]}
-    assert rows["adult"][1:5] == ["2", "614847", "mirror", "present"] and rows["adult"][5] == str(cache)
+    assert rows["adult"][1:5] == ["2", "614847", "derived", "present"] and rows["adult"][5] == str(cache)
     assert rows["parkinsons"][3:5] == ["exact", "present"]
     assert rows["protein"][4:6] == ["missing", "-"]
 
@@ -319,23 +353,23 @@ def test_cut_connection_gives_one_error_and_leaves_nothing(tmp_path, monkeypatch
     ("args", "mirror", "message"),
     [
         (["fetch", "iris"], None, "unknown data set 'iris'; known: adult, "),
-        (["fetch", "adult"], None, "data set 'adult': the stored files are derived from their sources"),
-        (["fetch", "all"], None, "data sets adult, epileptic_seizure, mnist, nycflights13, flights_3m: "),
         # checked before any download: parkinsons (fetchable from its source) is not attempted
         (["fetch", "parkinsons", "iris"], None, "unknown data set 'iris'; known: adult, "),
-        (["fetch", "parkinsons", "mnist"], None, "data set 'mnist': the stored files are derived from"),
         (["fetch", "adult"], "ftp://example.org/data", "DXRF_DATA_MIRROR='ftp://example.org/data' must be"),
+        (["fetch", "parkinsons", "adult"], "source:ftp://example.org/src", "DXRF_DATA_SOURCE_MIRROR='ftp://example.org/src'"),
     ],
 )
 def test_fetch_refusals(args, mirror, message, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("DXRF_DATA_DIR", str(tmp_path / "cache"))
-    if mirror:
+    # never the internet: sources from a port nothing listens on
+    monkeypatch.setenv("DXRF_DATA_SOURCE_MIRROR", f"http://127.0.0.1:{_free_port()}")
+    if mirror and mirror.startswith("source:"):
+        monkeypatch.setenv("DXRF_DATA_SOURCE_MIRROR", mirror.removeprefix("source:"))
+    elif mirror:
         monkeypatch.setenv("DXRF_DATA_MIRROR", mirror)
     rc, out, err = _cli(capsys, *args)
     assert rc == 2 and out == "" and err.count("\n") == 1
     assert err.startswith("dxrf: error: " + message)
-    if "derived" in message or "data sets" in message:
-        assert "set DXRF_DATA_MIRROR to a copy laid out as shared/data" in err and "nothing was downloaded" in err
     assert _files_under(tmp_path / "cache") == []
 
 
@@ -387,9 +421,13 @@ def test_clean_clone_fetches_all_then_runs_the_readme_command(mirror, tmp_path):
     command = readme.split("```bash\n", 1)[1].split("\n```", 1)[0]
     reproduce = command.split("&& dxrf ", 1)[1].split()  # the part after the install
     assert reproduce[:3] == ["reproduce", "fig2-error-vs-m", "--quick"]
-    before = dxrf(*reproduce)
-    assert before.returncode == 2 and before.stderr.count("\n") == 1
-    assert "`dxrf data fetch " in before.stderr and "is not in " + str(tmp_path / "xdg") in before.stderr
+    # no data and no network (the sources rebased onto a closed port): one line naming the set, the URL, the fix
+    dead = f"http://127.0.0.1:{_free_port()}"
+    before = dxrf(*reproduce, DXRF_DATA_SOURCE_MIRROR=dead)
+    assert before.returncode == 2 and before.stderr.count("\n") == 1, before.stderr
+    assert before.stderr.startswith("dxrf: error: data set 'protein': downloading ")
+    assert f"from {dead}/" in before.stderr and "`dxrf data fetch protein`" in before.stderr
+    assert not _files_under(tmp_path / "xdg" / "dxrf" / "data")
     fetched = dxrf("data", "fetch", "all", DXRF_DATA_MIRROR=mirror)
     assert fetched.returncode == 0, fetched.stderr
     cache = tmp_path / "xdg" / "dxrf" / "data"

@@ -15,6 +15,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import dxrf
+from _weight_checks import weight_xfails
 from dxrf.persist import ModelFormatError
 
 
@@ -190,7 +191,7 @@ def _median_partial_fit_checks(est) -> dict:
         dxrf.RandomFeatureRidge(dxrf.RandomFourierFeatures(100, bandwidth=3.0, random_state=0, dtype="float64")),
         dxrf.RandomFeatureClassifier(dxrf.RandomFourierFeatures(100, bandwidth=3.0, random_state=0, dtype="float64")),
     ],
-    expected_failed_checks=lambda est: _median_partial_fit_checks(est),
+    expected_failed_checks=lambda est: {**_median_partial_fit_checks(est), **weight_xfails(est)},
 )
 def test_sklearn_compatible(estimator, check):
     check(estimator)

@@ -9,6 +9,7 @@ local disk.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import pickle
 import socket
@@ -70,11 +71,40 @@ def s3() -> Iterator[dict]:
         yield options
 
 
+# moto checks signatures after this many requests: those that create the one IAM user and its key
+_UNCHECKED_SETUP_REQUESTS = 3
+
+
 @pytest.fixture(scope="module")
-def s3_checking() -> Iterator[str]:
-    """The endpoint of a server that checks request signatures: it rejects the wrong secret."""
-    with _moto({"INITIAL_NO_AUTH_ACTION_COUNT": "0"}) as endpoint:
-        yield endpoint
+def s3_checking() -> Iterator[dict]:
+    """Storage options of an IAM user on a server that checks every request's signature.
+
+    Its bucket holds one object, ``probe``. Note: moto (issue 5948) also refuses correctly
+    signed listings with a prefix and a delimiter, so no zarr group can be read there even
+    with the right secret; single-object requests are checked correctly.
+    """
+    import boto3
+
+    with _moto({"INITIAL_NO_AUTH_ACTION_COUNT": str(_UNCHECKED_SETUP_REQUESTS)}) as endpoint:
+        iam = boto3.client("iam", endpoint_url=endpoint, region_name="us-east-1",
+                           aws_access_key_id="setup", aws_secret_access_key="setup")
+        iam.create_user(UserName="dxrf")
+        key = iam.create_access_key(UserName="dxrf")["AccessKey"]
+        policy = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}
+        iam.put_user_policy(UserName="dxrf", PolicyName="s3", PolicyDocument=json.dumps(policy))
+        options = {"endpoint_url": endpoint, "key": key["AccessKeyId"], "secret": key["SecretAccessKey"]}
+        fs = _fs(options)
+        fs.mkdir(BUCKET)
+        fs.pipe_file(f"{BUCKET}/probe", b"signed")
+        yield options
+
+
+def test_checking_server_tells_the_right_secret_from_a_wrong_one(s3_checking):
+    """So that "access denied" below comes from the wrong secret, not from a server refusing all."""
+    assert _fs(s3_checking).cat_file(f"{BUCKET}/probe") == b"signed"
+    for wrong in ({"secret": "wrong"}, {"key": "AKIANOSUCHKEY0000000"}, {"key": "testing", "secret": "testing"}):
+        with pytest.raises(PermissionError):
+            _fs({**s3_checking, **wrong}).cat_file(f"{BUCKET}/probe")
 
 
 def run_dxrf(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -171,9 +201,9 @@ def test_publication_refuses_and_cleans(s3):
     assert not fs.exists(f"{BUCKET}/publish/data.zarr/X/c/3/0")  # the old group's chunks are gone
 
 
-def _bad(case: str, s3: dict, endpoint: str) -> tuple[str, dict]:
-    if case == "bad credentials":
-        return f"s3://{BUCKET}/e2e/data.zarr", {"endpoint_url": endpoint, "key": "testing", "secret": "wrong"}
+def _bad(case: str, s3: dict, s3_checking: dict) -> tuple[str, dict]:
+    if case == "bad credentials":  # the IAM user's key with a wrong secret
+        return f"s3://{BUCKET}/e2e/data.zarr", {**s3_checking, "secret": "wrong"}
     if case == "missing bucket":
         return "s3://no-such-bucket/data.zarr", s3
     return f"s3://{BUCKET}/no/such/data.zarr", s3

@@ -14,6 +14,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import dxrf
+from _weight_checks import weight_xfails
 from dxrf.engine import hashed_folds
 from dxrf.learners.ridge_path import mse_from_stats, solve_ridge
 from dxrf.search import check_grid, parse_bandwidth
@@ -268,6 +269,7 @@ def test_grid_parsing():
                                        alphas=[1e-3], loss="logistic", scoring="accuracy", dtype="float64", cv=0.3,
                                        random_state=0),
     ],
+    expected_failed_checks=weight_xfails,
 )
 def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():

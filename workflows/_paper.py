@@ -245,7 +245,7 @@ def load_data(
     kw.update(load_options or {})
     if n_rows:
         kw["n_rows"] = n_rows
-    ds = dxrf.datasets.load(name, **kw)
+    ds = dxrf.datasets.load(name, download=True, **kw)
     regression = ds.task == "regression"
     y_train, y_test = ds.y_train, ds.y_test
     if regression and y_mode == "standardize":

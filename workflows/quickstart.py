@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> dict:
     kw = {"split": args.split}
     if args.n_rows:
         kw["n_rows"] = args.n_rows
-    ds = dxrf.datasets.load(args.dataset, **kw)
+    ds = dxrf.datasets.load(args.dataset, download=True, **kw)
     if ds.task != "regression":
         raise ValueError(f"quickstart needs a regression data set; {args.dataset!r} is {ds.task}")
     workdir = Path(tempfile.mkdtemp(prefix="dxrf-quickstart-"))

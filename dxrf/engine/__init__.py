@@ -18,7 +18,7 @@ from .maps import map_rows
 from .reduce import MERGE_BYTES, fan_in, tree_reduce
 from .run import LocalPool, Pass, run_pass
 from .ship import ship
-from .split import block_groups, group_rows, hashed_folds, hashed_split
+from .split import block_groups, group_rows, hashed_folds, hashed_split, row_uniforms
 
 __all__ = [
     "MERGE_BYTES",
@@ -36,6 +36,7 @@ __all__ = [
     "hashed_split",
     "map_rows",
     "row_starts",
+    "row_uniforms",
     "run_pass",
     "ship",
     "tile_grid",

@@ -6,7 +6,7 @@ import numpy as np
 
 from .._device import to_host
 
-__all__ = ["hashed_split", "hashed_folds", "block_groups", "group_rows"]
+__all__ = ["hashed_split", "hashed_folds", "block_groups", "group_rows", "row_uniforms"]
 
 
 def _splitmix64(x: np.ndarray) -> np.ndarray:
@@ -18,7 +18,7 @@ def _splitmix64(x: np.ndarray) -> np.ndarray:
         return z ^ (z >> np.uint64(31))
 
 
-def _row_uniforms(start: int, stop: int, seed: int) -> np.ndarray:
+def row_uniforms(start: int, stop: int, seed: int) -> np.ndarray:
     """A uniform number in [0, 1) for each global row ``start .. stop - 1``, from ``(row, seed)`` alone."""
     idx = np.arange(start, stop, dtype=np.uint64)
     salt = _splitmix64(np.array([seed], dtype=np.uint64))[0]
@@ -32,7 +32,7 @@ def hashed_split(start: int, stop: int, fraction: float, seed: int = 0) -> np.nd
     ``fraction``: the split depends only on the row index, never on chunking
     or on the number of workers, and costs no pass to build.
     """
-    return _row_uniforms(start, stop, seed) < fraction
+    return row_uniforms(start, stop, seed) < fraction
 
 
 def hashed_folds(start: int, stop: int, n_folds: int, seed: int = 0) -> np.ndarray:
@@ -42,7 +42,7 @@ def hashed_folds(start: int, stop: int, n_folds: int, seed: int = 0) -> np.ndarr
     ``floor(n_folds * u_i)``, so folds are independent of chunking and of
     the number of workers, and have about ``N / n_folds`` rows each.
     """
-    u = _row_uniforms(start, stop, seed)
+    u = row_uniforms(start, stop, seed)
     return np.minimum((u * n_folds).astype(np.intp), n_folds - 1)
 
 

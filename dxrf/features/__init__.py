@@ -2,6 +2,7 @@
 
 from . import blocks, exact, samplers
 from .kernel import FeatureKernel
+from .nystroem import NystroemFeatures
 from .maps import (
     FOURIER_KERNELS,
     SAMPLINGS,
@@ -18,6 +19,7 @@ __all__ = [
     "exact",
     "samplers",
     "FeatureKernel",
+    "NystroemFeatures",
     "BaseRandomFeatures",
     "RandomFourierFeatures",
     "RandomReLUFeatures",

@@ -7,13 +7,20 @@ import functools
 
 import numpy as np
 
+from .._buffers import thread_buffer
 from .._device import array_module, is_device_array
 from .._validation import check_choice, check_subset
 from . import blocks
+from .landmarks import LANDMARK_KERNELS, landmark_block
 
 __all__ = ["FeatureKernel", "ACTIVATIONS"]
 
-ACTIVATIONS = ("cos", "relu", "identity", "maxout")
+#: "nystroem-<kernel>": the raw feature j is k(x, l_j) against the landmark l_j = W[:, j]
+NYSTROEM = tuple(f"nystroem-{k}" for k in LANDMARK_KERNELS)
+ACTIVATIONS = ("cos", "relu", "identity", "maxout") + NYSTROEM
+
+# rows per float64 step of a Nystroem map's rowwise features: about 32 MB of kernel values
+_ROWWISE_BYTES = 32 << 20
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -24,6 +31,13 @@ class FeatureKernel:
     projection followed by a pointwise activation (or a max over ``pieces``
     projections). Kernels are what Dask ships to workers: kilobytes to a few
     megabytes, never data.
+
+    A Nyström kernel (activation ``"nystroem-<kernel>"``) has base features
+    ``b(x)_i = k(x, l_i)`` against landmarks ``l_i = W[:, i]`` and raw features
+    ``phi(x) = b(x) whitening``; the statistics pass accumulates the base
+    features' sums and applies ``T = whitening diag(scale)`` to the small
+    results (``T^T (sum b b^T) T``), never to a block. Other kernels have no
+    whitening: their base features are their raw features.
 
     Parameters
     ----------
@@ -41,7 +55,9 @@ class FeatureKernel:
     norms : ndarray of shape (M,), optional
         Chi-distributed norm factors of a structured projection.
     bandwidth : float
-        Bandwidth of a structured projection.
+        Bandwidth of a structured projection, or of a Nyström map's kernel.
+    whitening : ndarray of shape (n_base, M), float64, optional
+        A Nyström map's ``K_LL^{-1/2}`` (columns selected by :meth:`subset`).
     n_features_in : int
         Input dimension ``d``.
     """
@@ -55,11 +71,22 @@ class FeatureKernel:
     signs: np.ndarray | None = None
     norms: np.ndarray | None = None
     bandwidth: float = 1.0
+    whitening: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         check_choice(self.activation, "activation", ACTIVATIONS)
         if (self.W is None) == (self.signs is None):
             raise ValueError("exactly one of W and signs must be given")
+        if self.whitening is not None:
+            if self.activation not in NYSTROEM or self.W is None:
+                raise ValueError("only a Nystroem kernel (landmarks in W) has a whitening matrix")
+            if self.whitening.shape != (self.W.shape[1], self.scale.shape[0]):
+                raise ValueError(
+                    f"whitening has shape {self.whitening.shape}; expected {(self.W.shape[1], self.scale.shape[0])} "
+                    "(landmarks x features)"
+                )
+        elif self.activation in NYSTROEM and self.W is not None and self.W.shape[1] != self.scale.shape[0]:
+            raise ValueError(f"a Nystroem kernel without whitening needs one scale per landmark, got {self.scale.shape[0]}")
 
     # -- shape and type -------------------------------------------------
     @property
@@ -67,13 +94,30 @@ class FeatureKernel:
         return int(self.scale.shape[0])
 
     @property
+    def n_base(self) -> int:
+        """Width of the base features the statistics pass accumulates (the landmarks of a Nyström map)."""
+        return int(self.W.shape[1]) if self.whitening is not None else self.n_components
+
+    @property
     def dtype(self) -> np.dtype:
         return (self.W if self.W is not None else self.signs).dtype
 
     @property
     def nbytes(self) -> int:
-        arrays = (self.scale, self.W, self.b, self.signs, self.norms)
+        arrays = (self.scale, self.W, self.b, self.signs, self.norms, self.whitening)
         return sum(a.nbytes for a in arrays if a is not None)
+
+    @property
+    def transform_matrix(self) -> np.ndarray | None:
+        """``T = whitening diag(scale)`` (float64): base-feature statistics to feature statistics; None without whitening."""
+        if self.whitening is None:
+            return None
+        return self.whitening * self.scale[None, :]
+
+    @functools.cached_property
+    def _whitening_dtype(self) -> np.ndarray:
+        xp = array_module(self.W)
+        return xp.asarray(self.whitening, dtype=self.dtype)
 
     @functools.cached_property
     def _w_with_offset(self) -> np.ndarray:
@@ -89,18 +133,45 @@ class FeatureKernel:
         state = dict(self.__dict__)
         state.pop("_w_with_offset", None)  # derived: not worth shipping
         state.pop("_w64", None)
+        state.pop("_whitening_dtype", None)
         return state
 
     # -- evaluation -----------------------------------------------------
+    def _check_rows(self, X: np.ndarray) -> np.ndarray:
+        X = X if is_device_array(X) else np.asarray(X)
+        if X.ndim != 2 or X.shape[1] != self.n_features_in:
+            raise ValueError(f"X has shape {X.shape}; the feature map expects {self.n_features_in} columns")
+        return X
+
+    def base(self, X: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """The features the statistics pass accumulates (shape ``(n, n_base)``).
+
+        A Nyström map's kernel values ``k(X, L)`` (the whitening is applied to
+        the statistics instead); for every other kernel its raw features.
+        """
+        if self.activation in NYSTROEM:
+            X = self._check_rows(X)
+            return landmark_block(X, self.W, self.activation[len("nystroem-"):], self.bandwidth, out)
+        return self.raw(X, out)
+
     def raw(self, X: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """Unscaled features of the rows ``X`` (shape ``(n, M)``, kernel dtype).
 
         ``X`` may be a CuPy array when the kernel's arrays are on the device
         (see :func:`dxrf._device.kernel_on`).
         """
-        X = X if is_device_array(X) else np.asarray(X)
-        if X.ndim != 2 or X.shape[1] != self.n_features_in:
-            raise ValueError(f"X has shape {X.shape}; the feature map expects {self.n_features_in} columns")
+        X = self._check_rows(X)
+        if self.activation in NYSTROEM:
+            if self.whitening is None:
+                return self.base(X, out)
+            xp = array_module(self.W)
+            if xp is np:
+                K = self.base(X, thread_buffer("nystroem-base", (X.shape[0], self.n_base), self.dtype))
+            else:
+                K = self.base(X)
+            if out is None:
+                return xp.matmul(K, self._whitening_dtype)
+            return xp.matmul(K, self._whitening_dtype, out=out)
         if self.signs is not None:
             out = blocks.sorf_project(X.astype(self.dtype, copy=False), self.signs, self.n_components, self.bandwidth, self.norms, out)
             if self.activation == "cos":
@@ -135,6 +206,8 @@ class FeatureKernel:
         kernels, structured (SORF) kernels and device arrays are evaluated as
         by ``__call__``.
         """
+        if self.activation in NYSTROEM and not (is_device_array(X) or is_device_array(self.W)):
+            return self._nystroem_rowwise(X)
         if self.dtype != np.float32 or self.W is None or is_device_array(X) or is_device_array(self.W):
             return self(X)
         X = np.asarray(X)
@@ -159,6 +232,20 @@ class FeatureKernel:
         out *= self.scale.astype(np.float32)
         return out
 
+    def _nystroem_rowwise(self, X: np.ndarray) -> np.ndarray:
+        """Nyström features in float64 (landmarks as stored), rounded once to the kernel dtype."""
+        X = self._check_rows(X)
+        n, m = X.shape[0], self.n_components
+        out = np.empty((n, m), dtype=self.dtype)
+        kind = self.activation[len("nystroem-"):]
+        rows = max(256, _ROWWISE_BYTES // (8 * max(self.n_base, m)))
+        for lo in range(0, n, rows):
+            K = landmark_block(X[lo : lo + rows].astype(self.dtype, copy=False), self._w64, kind, self.bandwidth)
+            Z = K if self.whitening is None else K @ self.whitening
+            Z *= self.scale
+            out[lo : lo + rows] = Z
+        return out
+
     # -- derived kernels ------------------------------------------------
     def dense(self) -> FeatureKernel:
         """An equivalent kernel with an explicit projection matrix ``W``."""
@@ -175,6 +262,12 @@ class FeatureKernel:
         The new column ``j`` is ``scales[j] * z_{index[j]}``.
         """
         index, scales = check_subset(index, scales, self.n_components)
+        if self.activation in NYSTROEM:
+            # a Nyström feature is a column of the whitening: the landmarks stay
+            whitening = np.eye(self.n_base) if self.whitening is None else self.whitening
+            return dataclasses.replace(
+                self, whitening=np.ascontiguousarray(whitening[:, index]), scale=self.scale[index] * scales
+            )
         base = self.dense()
         q = base.pieces
         W = base.W.reshape(base.n_features_in, -1, q)[:, index, :].reshape(base.n_features_in, -1)
@@ -200,5 +293,5 @@ class FeatureKernel:
             self.n_features_in,
             self.pieces,
             self.bandwidth,
-            tokenize(self.scale, self.W, self.b, self.signs, self.norms),
+            tokenize(self.scale, self.W, self.b, self.signs, self.norms, self.whitening),
         )

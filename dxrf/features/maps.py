@@ -162,12 +162,19 @@ def _median_sample(X: np.ndarray | da.Array, rng: np.random.Generator, size: int
     return sample
 
 
-def _resolve_bandwidth(bandwidth: object, X: np.ndarray | da.Array, rng: np.random.Generator, size: int, metric: str) -> float:
+def check_bandwidth(bandwidth: object) -> float | str:
+    """``bandwidth`` as a positive number or the string ``"median"``."""
     if isinstance(bandwidth, str):
         if bandwidth != "median":
             raise ValueError(f"bandwidth must be a positive number or 'median', got {bandwidth!r}")
-        return samplers.median_distance(_median_sample(X, rng, size), metric)
+        return bandwidth
     return check_positive_float(bandwidth, "bandwidth")
+
+
+def _resolve_bandwidth(bandwidth: object, X: np.ndarray | da.Array, rng: np.random.Generator, size: int, metric: str) -> float:
+    if check_bandwidth(bandwidth) == "median":
+        return samplers.median_distance(_median_sample(X, rng, size), metric)
+    return float(bandwidth)
 
 
 class RandomFourierFeatures(BaseRandomFeatures):

@@ -50,7 +50,8 @@ Modules
 ``writer`` (the streaming writer and its statistics), ``checks`` and
 ``labels`` (shared argument checks, target classes), ``readers`` (one module
 per source format), ``table_scan`` and ``tables`` (the CSV/Parquet pipeline),
-``arrays`` (the NumPy/LibSVM pipeline), ``pipeline`` (:func:`ingest`),
+``arrays`` (the NumPy/LibSVM pipeline), ``parallel`` and ``readers.pieces`` (the
+table ingest on a cluster's workers), ``pipeline`` (:func:`ingest`),
 ``write`` (:func:`write_zarr`), ``dataset`` (:func:`open_zarr`), ``like``
 (``ingest(like=...)``), ``index_columns`` (the row-index warning),
 ``predictions`` (:func:`write_predictions`) and ``split`` (:func:`split_zarr`).
@@ -82,7 +83,7 @@ from .checks import (
 from .dataset import ZarrDataset, _scale_block, _standardize_block, _unscale_block, open_zarr
 from .labels import _class_codes, _resolve_task, _row, _sort_labels, _unique_labels
 from .layout import _RESERVED_ATTRS, DXRF_FORMAT, IngestReport, _json_value, _report, default_compressor
-from .pipeline import ingest
+from .pipeline import ingest, worth_a_cluster
 from .predictions import open_predictions, write_predictions
 from .split import split_zarr
 from .readers.csv import _csv_errors, _csv_frames

@@ -16,6 +16,7 @@ import pandas as pd
 
 from .._storage import atomic_group, is_url, local_copy, resolve
 from .._validation import check_int
+from ..progress import active_client
 from .arrays import _ingest_arrays
 from .checks import (
     _FORMATS,
@@ -31,6 +32,8 @@ from .checks import (
 from .index_columns import warn_index_columns
 from .layout import IngestReport, _report
 from .like import check_columns_like, training_encoding
+from .parallel import CLUSTER_MIN_BYTES, PARALLEL_MIN_BYTES, csv_splittable, ingest_table_parallel
+from .readers.pieces import source_bytes
 from .readers import source_errors
 from .readers.csv import _csv_errors, _csv_frames
 from .readers.parquet import _check_parquet_schema, _parquet_frames
@@ -50,6 +53,33 @@ def _check_header(path: Path, kw: dict[str, Any]) -> None:
     # blank names are not compared: pandas names them "Unnamed: j" by their position
     names = [str(v) for v in head.iloc[0].tolist()] if len(head) else []
     _check_unique([c if c.strip() else f"\0{j}" for j, c in enumerate(names)], f"the header of {str(path)!r}")
+
+
+def worth_a_cluster(src: str | os.PathLike, format: str | None = None) -> bool:
+    """Whether ``dxrf ingest`` should start a cluster for ``src``: a local CSV or Parquet file of
+    ``CLUSTER_MIN_BYTES`` or more (decompressed size); starting one takes seconds."""
+    path = Path(os.fspath(src)).expanduser()
+    if is_url(os.fspath(src)) or not path.is_file():
+        return False
+    try:
+        fmt = _infer_format(path) if format is None else format
+    except ValueError:
+        return False
+    return fmt in ("csv", "parquet") and source_bytes(path) >= CLUSTER_MIN_BYTES
+
+
+def _parallel_client(parallel: bool | None, path: Path, fmt: str, read_kw: Mapping[str, Any], skiprows: Any) -> Any:
+    """The distributed client to ingest a table with, or None to ingest it in this process."""
+    if parallel is False:
+        return None
+    client = active_client()
+    if parallel and client is None:
+        raise ValueError("parallel=True needs an active distributed client (dxrf.get_client())")
+    if client is None or (parallel is None and source_bytes(path) < PARALLEL_MIN_BYTES):
+        return None
+    if fmt == "csv" and (skiprows is not None or not csv_splittable(read_kw, path)):
+        return None
+    return client
 
 
 def ingest(
@@ -85,6 +115,7 @@ def ingest(
     zero_based: bool = False,
     n_features: int | None = None,
     storage_options: Mapping[str, Any] | None = None,
+    parallel: bool | None = None,
     _source: str | None = None,
 ) -> IngestReport:
     """Stream a CSV, Parquet, NumPy or LibSVM file into a dxrf zarr group.
@@ -187,6 +218,17 @@ def ingest(
     storage_options : dict, optional
         Options of the fsspec file systems of URLs among ``src``, ``dest``
         and ``like`` (e.g. ``{"endpoint_url": ..., "key": ..., "secret": ...}``).
+    parallel : bool, optional
+        Ingest a CSV or Parquet source on the workers of the active
+        distributed client (:mod:`dxrf.io.parallel`; the result is
+        byte-identical to the serial ingest). ``None`` (default): when a
+        client is active and the source has at least 16 MiB (decompressed;
+        a gzip file's size record, else 5x a compressed size); ``True``: with
+        any client (an error without one); ``False``: serially in this
+        process. Sources that cannot be cut into pieces (a CSV read with
+        ``skiprows`` or other options that act across lines, quoted line
+        breaks, blank lines inside the data, a file the workers cannot read)
+        are ingested serially.
 
     Returns
     -------
@@ -238,6 +280,8 @@ def ingest(
         raise TypeError(f"levels must be a dict of column name to levels, got {type(levels).__name__}")
     if target_map is not None and not (callable(target_map) or isinstance(target_map, Mapping)):
         raise TypeError(f"target_map must be a dict or a callable, got {type(target_map).__name__}")
+    if parallel is not None and not isinstance(parallel, bool):
+        raise TypeError(f"parallel must be None, True or False, got {type(parallel).__name__}")
     if transform is not None and not callable(transform):
         raise TypeError(f"transform must be callable, got {type(transform).__name__}")
     if fmt not in ("csv", "parquet"):
@@ -302,7 +346,13 @@ def ingest(
                 if transform is None:  # else the transform may turn such columns into numbers
                     _check_parquet_schema(path, skip=drop)
                 frames = _parquet_frames(path, chunk_rows=chunk_rows, n_rows=n_rows, columns=None)
-            out = _ingest_table(frames, tmp, opts, chunk_rows=chunk_rows, progress=progress, attrs=attrs)
+            out = None
+            client = _parallel_client(parallel, path, fmt, kw if fmt == "csv" else {}, skiprows)
+            if client is not None:
+                out = ingest_table_parallel(client, path, fmt, tmp, opts, chunk_rows=chunk_rows, n_rows=n_rows,
+                                            read_kw=kw if fmt == "csv" else None, progress=progress, attrs=attrs)
+            if out is None:
+                out = _ingest_table(frames, tmp, opts, chunk_rows=chunk_rows, progress=progress, attrs=attrs)
         else:
             out = _ingest_arrays(
                 fmt, path, tmp, target=target, task=task, names=names, drop_columns=drop, x_key=x_key,

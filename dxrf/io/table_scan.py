@@ -163,8 +163,13 @@ def _scan_table(
     opts: _TableOptions,
     str_columns: set[str],
     progress: bool | Callable[[str, int], Any],
-) -> _Scan:
-    """First pass: column kinds, levels of categorical columns, rows, missing values."""
+    allow_empty: bool = False,
+) -> _Scan | None:
+    """First pass: column kinds, levels of categorical columns, rows, missing values.
+
+    ``allow_empty``: a source (a piece of one) without rows gives None or an empty scan
+    instead of an error.
+    """
     scan: _Scan | None = None
     forced = opts.forced_categorical | set(opts.levels)
     collect_numeric_target = opts.task == "classification"
@@ -224,7 +229,7 @@ def _scan_table(
                 scan.target_first_missing = _first_row(na, df.index)
         prog.update(len(df))
     prog.close()
-    if scan is None or scan.n_rows == 0:
+    if (scan is None or scan.n_rows == 0) and not allow_empty:
         raise ValueError("the source has no data rows")
     return scan
 

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._memory import check_allocation, ingest_chunk_bytes
+from .._buffers import thread_buffer
+from .._memory import Limit, check_allocation, ingest_chunk_bytes
 from .labels import _row, _sort_labels
 from .table_scan import _as_str, _FramePrep, _Scan, _scan_table, _TableOptions
 from .writer import _ZarrWriter
@@ -66,8 +67,15 @@ class _TableSchema:
     def levels(self) -> dict[str, list[str]]:
         return {name: lv for name, lv in self.features if lv is not None}
 
-    def encode_X(self, df: pd.DataFrame, dtype: Any = np.float32) -> np.ndarray:
-        out = np.zeros((len(df), len(self.columns)), dtype=dtype)
+    def encode_X(self, df: pd.DataFrame, dtype: Any = np.float32, scratch: bool = False) -> np.ndarray:
+        """The feature block of ``df``; with ``scratch`` in the calling thread's reused buffer
+        (valid until its next call: a caller that keeps rows copies them)."""
+        shape = (len(df), len(self.columns))
+        if scratch:
+            out = thread_buffer("encoded", shape, np.dtype(dtype))
+            out.fill(0)
+        else:
+            out = np.zeros(shape, dtype=dtype)
         for name, j, index, q in self._slots:
             s = df[name]
             if index is None:
@@ -199,8 +207,11 @@ def _check_nan_policy_table(scan: _Scan, schema: _TableSchema, opts: _TableOptio
         )
 
 
-def _check_table_memory(schema: _TableSchema, chunk_rows: int) -> None:
-    """Refuse, before encoding, a table whose encoded chunks cannot fit in memory (one-hot columns)."""
+def _check_table_memory(schema: _TableSchema, chunk_rows: int, limit: Limit | None = None) -> None:
+    """Refuse, before encoding, a table whose encoded chunks cannot fit in memory (one-hot columns).
+
+    ``limit``: the memory of the process that encodes (default: this machine's).
+    """
     d = len(schema.columns)
     wide = sorted(((len(lv), name) for name, lv in schema.features if lv is not None), reverse=True)
     if wide:
@@ -212,7 +223,17 @@ def _check_table_memory(schema: _TableSchema, chunk_rows: int) -> None:
         )
     else:
         what, advice = f"the {d} columns", "drop columns with drop_columns (dxrf ingest --drop), or lower chunk_rows"
-    check_allocation(ingest_chunk_bytes(d, chunk_rows), f"{what}, written in chunks of chunk_rows={chunk_rows} rows,", advice)
+    check_allocation(ingest_chunk_bytes(d, chunk_rows), f"{what}, written in chunks of chunk_rows={chunk_rows} rows,", advice,
+                     limit=limit)
+
+
+def table_str_columns(opts: _TableOptions) -> set[str]:
+    """Columns read as text from the start: forced categorical ones and those with fixed levels."""
+    str_columns = set(opts.forced_categorical) | {c for c in opts.levels}
+    if isinstance(opts.target, str) and opts.target in opts.levels:
+        if not all(isinstance(v, str) for v in opts.levels[opts.target]):
+            str_columns.discard(opts.target)  # numeric classes: keep the target numeric
+    return str_columns
 
 
 def _ingest_table(
@@ -224,10 +245,7 @@ def _ingest_table(
     progress: bool | Callable[[str, int], Any],
     attrs: dict[str, Any],
 ) -> dict[str, Any]:
-    str_columns = set(opts.forced_categorical) | {c for c in opts.levels}
-    if isinstance(opts.target, str) and opts.target in opts.levels:
-        if not all(isinstance(v, str) for v in opts.levels[opts.target]):
-            str_columns.discard(opts.target)  # numeric classes: keep the target numeric
+    str_columns = table_str_columns(opts)
     prep = _FramePrep(opts)
     scan = _scan_table(frames, prep, opts, str_columns, progress)
     # A column that is numeric in some chunks and text in others is a
@@ -253,7 +271,7 @@ def _ingest_table(
     )
     for raw in frames(str_columns):
         df = prep(raw, str_columns)
-        X = schema.encode_X(df)
+        X = schema.encode_X(df, scratch=True)
         writer.append(X, schema.encode_y(df), rows=df.index.to_numpy())
     attrs = dict(attrs)
     attrs["levels"] = schema.levels

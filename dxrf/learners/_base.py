@@ -9,6 +9,8 @@ statistics (sub-blocks, no further pass) to the solver.
 
 from __future__ import annotations
 
+import dataclasses
+
 import dask.array as da
 import numpy as np
 from sklearn.base import BaseEstimator, clone
@@ -18,6 +20,7 @@ from .._labels import class_labels, encode_classes
 from .._memory import check_statistics
 from .._target_scale import scale_of, unscale
 from .._validation import check_fraction, check_X, is_dask, is_integer
+from .._weights import check_sample_weight, combined_weight
 from ..engine import map_rows
 from ..features.kernel import FeatureKernel
 from ..features.maps import RandomFourierFeatures
@@ -61,6 +64,11 @@ def linear_predict(X: np.ndarray | da.Array, kernel: FeatureKernel, coef: np.nda
     """
     coef = np.asarray(coef, dtype=np.float64)
     intercept = np.asarray(intercept, dtype=np.float64)
+    T = kernel.transform_matrix
+    if T is not None:
+        # a Nystroem map: z(x) coef = k(x, L) (T coef), so no block pays an M x M product
+        coef = T @ coef
+        kernel = dataclasses.replace(kernel, whitening=None, scale=np.ones(kernel.n_base))
     if not is_dask(X):
         out = map_rows(np.asarray(X), _predict_block, (kernel, coef, intercept), coef.shape[1], np.float64,
                        work=kernel.n_components)
@@ -135,7 +143,8 @@ class RandomFeatureModel(SaveMixin, BaseEstimator):
             raise TypeError(f"features must be a dxrf feature map with a fitted kernel_, got {type(features).__name__}")
         self.features_ = features
         self.kernel_ = kernel
-        self.n_passes_ = int(isinstance(features.get_params().get("bandwidth"), str))
+        # reads of X by the map's fit: its own count (Nystroem landmarks), else a median bandwidth's sample
+        self.n_passes_ = int(getattr(features, "n_passes_", isinstance(features.get_params().get("bandwidth"), str)))
         return kernel
 
     def _validate_X(self, X: object, reset: bool) -> np.ndarray | da.Array:
@@ -157,18 +166,26 @@ class RandomFeatureModel(SaveMixin, BaseEstimator):
             self, X, y, reset=True, dtype=[np.float64, np.float32], y_numeric=y_numeric, multi_output=multi_output
         )
 
-    def _class_targets(self, X: object, y: object) -> tuple[np.ndarray | da.Array, np.ndarray | da.Array]:
-        """Validate ``X`` and class labels ``y``; set ``classes_``; return ``X`` and the +-1 class columns."""
+    def _class_targets(self, X: object, y: object, sample_weight: object = None) -> tuple:
+        """Validate ``X``, class labels ``y`` and weights; set ``classes_``.
+
+        Returns ``X``, the +-1 class columns and the row weights:
+        ``sample_weight`` times the rows' ``class_weight`` (a parameter of
+        the classifiers), or None when neither is given.
+        """
         X, y = self._validate_Xy(X, y, y_numeric=False, multi_output=False)
         y = y.reshape(-1) if is_dask(y) else np.asarray(y).reshape(-1)
         self.classes_ = class_labels(y, type(self).__name__)
-        return X, encode_classes(y, self.classes_)
+        w = check_sample_weight(sample_weight, int(X.shape[0]))
+        w = combined_weight(w, getattr(self, "class_weight", None), self.classes_, y)
+        return X, encode_classes(y, self.classes_), w
 
-    def _regression_targets(self, X: object, y: object) -> tuple[np.ndarray | da.Array, np.ndarray | da.Array]:
-        """Validate ``X`` and a numeric ``y`` (1 or k columns), as floats; set ``y_scale_``."""
+    def _regression_targets(self, X: object, y: object, sample_weight: object = None) -> tuple:
+        """Validate ``X``, a numeric ``y`` (1 or k columns, as floats) and ``sample_weight``; set ``y_scale_``."""
         self.y_scale_ = scale_of(y)
         X, y = self._validate_Xy(X, y, y_numeric=True, multi_output=True)
-        return X, y if np.issubdtype(y.dtype, np.floating) else y.astype(np.float64)
+        w = check_sample_weight(sample_weight, int(X.shape[0]))
+        return X, (y if np.issubdtype(y.dtype, np.floating) else y.astype(np.float64)), w
 
     def _features_pass(
         self,
@@ -179,6 +196,7 @@ class RandomFeatureModel(SaveMixin, BaseEstimator):
         validation_seed: int = 0,
         task: str | None = None,
         classes: np.ndarray | None = None,
+        sample_weight: np.ndarray | da.Array | None = None,
     ) -> tuple[FeatureStats, FeatureStats | None]:
         """Fit the features and accumulate their statistics in one pass.
 
@@ -189,7 +207,8 @@ class RandomFeatureModel(SaveMixin, BaseEstimator):
         Returns the training statistics of the final features and, with a
         ``validation`` fraction or mask, the validation statistics. A selector
         selects from the *training* statistics only, so validation rows stay
-        unseen by every choice made on them.
+        unseen by every choice made on them. ``sample_weight`` (checked)
+        weighs every statistic, hence the selection and the solve.
         """
         features = self._make_features()
         validation = check_validation(validation, X.shape[0])
@@ -212,12 +231,12 @@ class RandomFeatureModel(SaveMixin, BaseEstimator):
             # two-stage selection: the candidates over a hashed row sample (pass
             # 1), then only the selected features over all rows (pass 2)
             first = accumulate(X, Y, kernel, split=validation, split_seed=validation_seed,
-                               subsample=sample[0], subsample_seed=sample[1])
+                               subsample=sample[0], subsample_seed=sample[1], sample_weight=sample_weight)
             features.fit_from_stats(candidates, first[0] if validation is not None else first, task=task,
                                     classes=classes)
             kernel = features.kernel_
             passes += 1
-        stats = accumulate(X, Y, kernel, split=validation, split_seed=validation_seed)
+        stats = accumulate(X, Y, kernel, split=validation, split_seed=validation_seed, sample_weight=sample_weight)
         passes += 1
         train, valid = stats if validation is not None else (stats, None)
         if is_selector(features) and sample is None:

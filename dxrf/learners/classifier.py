@@ -10,6 +10,7 @@ from sklearn.utils.metaestimators import available_if
 
 from .._labels import encode_classes
 from .._validation import check_choice, is_dask
+from .._weights import check_class_weight, check_sample_weight, combined_weight
 from ._base import RandomFeatureModel, is_selector, linear_predict
 from .partial import PartialFitMixin, check_batch_labels, partial_classes
 from .ridge import _RidgeSolveMixin, check_alphas
@@ -59,6 +60,12 @@ class RandomFeatureClassifier(PartialFitMixin, _RidgeSolveMixin, ClassifierMixin
         Rows sampled for each Hessian of the Newton solver (gradients use every
         row); None for exact Hessians. See
         :func:`dxrf.learners.logistic.fit_logistic`.
+    class_weight : "balanced", dict or None, default=None
+        Weights per class, multiplied into ``sample_weight`` (scikit-learn's
+        convention): a dict label -> weight (1 for classes it leaves out; a
+        label that is not a class is refused), or ``"balanced"``:
+        ``n_samples / (n_classes * count(class))``. Not ``"balanced"`` in
+        ``partial_fit`` (a batch's counts are not the data's).
     validation_seed : int, default=0
         Seed of the hashed validation split.
     random_state : int, RandomState, Generator or None
@@ -102,6 +109,7 @@ class RandomFeatureClassifier(PartialFitMixin, _RidgeSolveMixin, ClassifierMixin
         max_iter: int = 100,
         tol: float = 1e-8,
         hessian_rows: int | str | None = "auto",
+        class_weight: object = None,
         validation_seed: int = 0,
         random_state: object = None,
     ) -> None:
@@ -115,6 +123,7 @@ class RandomFeatureClassifier(PartialFitMixin, _RidgeSolveMixin, ClassifierMixin
         self.max_iter = max_iter
         self.tol = tol
         self.hessian_rows = hessian_rows
+        self.class_weight = class_weight
         self.validation_seed = validation_seed
         self.random_state = random_state
 
@@ -123,6 +132,7 @@ class RandomFeatureClassifier(PartialFitMixin, _RidgeSolveMixin, ClassifierMixin
         from .logistic.fit import check_solver_options
 
         check_choice(self.loss, "loss", LOSSES)
+        check_class_weight(self.class_weight)
         check_solver_options(self.max_iter, self.tol)  # whatever the loss: a bad value is bad before it matters
         grid = check_alphas(self.alpha, self.alphas)
         if self.loss == "logistic" and grid is not None:
@@ -131,7 +141,7 @@ class RandomFeatureClassifier(PartialFitMixin, _RidgeSolveMixin, ClassifierMixin
             raise ValueError(f"alpha must be positive for loss='logistic', got {self.alpha!r}")
         return grid
 
-    def fit(self, X: np.ndarray | da.Array, y: np.ndarray | da.Array) -> RandomFeatureClassifier:
+    def fit(self, X: np.ndarray | da.Array, y: np.ndarray | da.Array, sample_weight: object = None) -> RandomFeatureClassifier:
         """Fit the classifier.
 
         Parameters
@@ -139,6 +149,10 @@ class RandomFeatureClassifier(PartialFitMixin, _RidgeSolveMixin, ClassifierMixin
         X : array-like or dask array of shape (n_samples, n_features)
         y : array-like or dask array of shape (n_samples,)
             Class labels.
+        sample_weight : array-like or dask array of shape (n_samples,), optional
+            Row weights ``>= 0``, times ``class_weight``: every loss is
+            ``sum_n w_n loss_n / sum_n w_n`` (an integer weight equals
+            repeating the row); ``validation_errors_`` are weighted means.
 
         Returns
         -------
@@ -146,21 +160,23 @@ class RandomFeatureClassifier(PartialFitMixin, _RidgeSolveMixin, ClassifierMixin
         """
         grid = self._check_params()
         self.__dict__.pop("stats_", None)  # a fit starts over: no running statistics of earlier partial_fit calls
-        X, T = self._class_targets(X, y)
+        X, T, w = self._class_targets(X, y, sample_weight)
         if self.loss == "squared":
             validation = self.validation if self.validation is not None else (0.2 if grid is not None else None)
             train, valid = self._features_pass(
                 X, T, validation=validation, validation_seed=self.validation_seed,
-                task="classification", classes=self.classes_,
+                task="classification", classes=self.classes_, sample_weight=w,
             )
             coef = self._solve_on_stats(train, valid, grid)
             self.coef_ = coef.T
             self.intercept_ = self._intercept
             self.n_iter_ = 1
             return self
-        return self._fit_logistic(X, T)
+        return self._fit_logistic(X, T, w)
 
-    def partial_fit(self, X: np.ndarray | da.Array, y: np.ndarray | da.Array, classes: object = None) -> RandomFeatureClassifier:
+    def partial_fit(
+        self, X: np.ndarray | da.Array, y: np.ndarray | da.Array, classes: object = None, sample_weight: object = None
+    ) -> RandomFeatureClassifier:
         """Add a batch of rows and solve again (``loss="squared"`` only).
 
         As :meth:`RandomFeatureRidge.partial_fit` on the +-1 class columns:
@@ -178,6 +194,8 @@ class RandomFeatureClassifier(PartialFitMixin, _RidgeSolveMixin, ClassifierMixin
             Class labels, each one of ``classes``.
         classes : array-like, optional
             Every class label; required at the first call.
+        sample_weight : array-like or dask array of shape (n_samples,), optional
+            Weights of this batch's rows, times a dict ``class_weight``.
 
         Returns
         -------
@@ -186,6 +204,8 @@ class RandomFeatureClassifier(PartialFitMixin, _RidgeSolveMixin, ClassifierMixin
         self._partial_check()
         if self.loss != "squared":
             raise ValueError(f"partial_fit needs loss='squared' (statistics that add up), got loss={self.loss!r}")
+        if isinstance(self.class_weight, str):
+            raise ValueError('class_weight="balanced" needs the counts of all the data; partial_fit takes a dict or None')
         first = not self._partial_started()
         if first and classes is None and self._after_fit():
             classes = self.classes_  # partial_fit after fit keeps its classes
@@ -196,29 +216,31 @@ class RandomFeatureClassifier(PartialFitMixin, _RidgeSolveMixin, ClassifierMixin
             raise ValueError(f"y must be 1-d class labels, got shape {y.shape}")
         check_batch_labels(y, known)
         self.classes_ = known
-        coef = self._partial_update(X, encode_classes(y, known), first)
+        w = combined_weight(check_sample_weight(sample_weight, int(X.shape[0])), self.class_weight, known, y)
+        coef = self._partial_update(X, encode_classes(y, known), first, w)
         self.coef_ = coef.T
         self.intercept_ = self._intercept
         self.n_iter_ = 1
         return self
 
-    def _fit_logistic(self, X, T) -> RandomFeatureClassifier:
+    def _fit_logistic(self, X, T, sample_weight=None) -> RandomFeatureClassifier:
         features = self._make_features()
         if is_selector(features):
             # the selector needs the candidates' statistics: one pass
-            self._features_pass(X, T, task="classification", classes=self.classes_)
+            self._features_pass(X, T, task="classification", classes=self.classes_, sample_weight=sample_weight)
         else:
             self._fit_map(features, X)
         self.alpha_ = float(self.alpha)
-        return self._logistic_refit(X, T, self.kernel_)
+        return self._logistic_refit(X, T, self.kernel_, sample_weight)
 
-    def _logistic_refit(self, X, T, kernel) -> RandomFeatureClassifier:
+    def _logistic_refit(self, X, T, kernel, sample_weight=None) -> RandomFeatureClassifier:
         """Logistic regression on ``kernel``'s features with penalty ``alpha_``; its passes are added to ``n_passes_``."""
         from .logistic import fit_logistic
 
         result = fit_logistic(
             X, T, kernel, alpha=self.alpha_, solver=self.solver, max_iter=self.max_iter,
             tol=self.tol, fit_intercept=self.fit_intercept, hessian_rows=self.hessian_rows,
+            sample_weight=sample_weight,
         )
         self.coef_ = np.asarray(result.coef).T
         self.intercept_ = np.asarray(result.intercept)

@@ -138,16 +138,18 @@ class PartialFitMixin:
             return self.kernel_
         return partial_features(self, X)
 
-    def _partial_update(self, X: np.ndarray | da.Array, T: np.ndarray | da.Array, first: bool) -> np.ndarray:
+    def _partial_update(
+        self, X: np.ndarray | da.Array, T: np.ndarray | da.Array, first: bool, sample_weight: object = None
+    ) -> np.ndarray:
         """Add the batch's statistics and solve with ``alpha`` (no validation split); return coef (M, k).
 
         With ``alphas`` (allowed only after a ``fit``) the penalty is the
-        ``alpha_`` that ``fit`` chose.
+        ``alpha_`` that ``fit`` chose. ``sample_weight`` (checked) weighs the batch's rows.
         """
         from .ridge_path import mse_from_stats, solve_ridge
 
         kernel = self._partial_kernel(X) if first else self.kernel_
-        batch = accumulate(X, T, kernel)
+        batch = accumulate(X, T, kernel, sample_weight=sample_weight)
         if not first and batch.n_targets != self.stats_.n_targets:
             raise ValueError(f"y has {batch.n_targets} output(s), but earlier partial_fit calls had {self.stats_.n_targets}")
         self.stats_ = batch if first else self.stats_ + batch

@@ -17,6 +17,7 @@ from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_bool, check_fraction, check_positive_int, is_dask, is_integer
+from .._weights import check_sample_weight
 from ..engine import map_rows
 from ..features.kernel import FeatureKernel
 from ._base import RandomFeatureModel
@@ -123,13 +124,18 @@ class RandomFeaturePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Random
         elif nc is not None:
             check_fraction(nc, "n_components", what=what)
 
-    def fit(self, X: np.ndarray | da.Array, y: object = None) -> RandomFeaturePCA:
+    def fit(self, X: np.ndarray | da.Array, y: object = None, sample_weight: object = None) -> RandomFeaturePCA:
         """Draw the features and find their principal axes in one pass.
 
         Parameters
         ----------
         X : array-like or dask array of shape (n_samples, n_features)
         y : ignored
+        sample_weight : array-like or dask array of shape (n_samples,), optional
+            Row weights (frequency weights): the mean and covariance are
+            ``sum_n w_n z_n / W`` and ``sum_n w_n (z_n - mean)(z_n - mean)^T / W``
+            with ``W = sum_n w_n``; ``explained_variance_`` uses ``W - 1`` and
+            ``n_samples_`` is ``W``, so an integer weight equals repeating the row.
 
         Returns
         -------
@@ -137,7 +143,8 @@ class RandomFeaturePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Random
         """
         self._check_params()
         X = self._validate_X(X, reset=True)
-        stats, _ = self._features_pass(X, None)
+        w = check_sample_weight(sample_weight, int(X.shape[0]))
+        stats, _ = self._features_pass(X, None, sample_weight=w)
         n, m = stats.n, stats.n_components
         limit = min(n, m)
         nc = self.n_components

@@ -7,6 +7,7 @@ import numpy as np
 from sklearn.base import RegressorMixin
 
 from .._validation import check_nonnegative
+from .._weights import check_sample_weight
 from ..stats import FeatureStats
 from ._base import RandomFeatureModel, TargetScaleMixin, linear_predict
 from .partial import PartialFitMixin
@@ -166,13 +167,19 @@ class RandomFeatureRidge(PartialFitMixin, _RidgeSolveMixin, TargetScaleMixin, Re
         self.validation_seed = validation_seed
         self.random_state = random_state
 
-    def fit(self, X: np.ndarray | da.Array, y: np.ndarray | da.Array) -> RandomFeatureRidge:
+    def fit(self, X: np.ndarray | da.Array, y: np.ndarray | da.Array, sample_weight: object = None) -> RandomFeatureRidge:
         """Fit in one pass over X.
 
         Parameters
         ----------
         X : array-like or dask array of shape (n_samples, n_features)
         y : array-like or dask array of shape (n_samples,) or (n_samples, k)
+        sample_weight : array-like or dask array of shape (n_samples,), optional
+            Row weights ``>= 0``: the loss is ``sum_n w_n |y_n - f(x_n)|^2 /
+            sum_n w_n`` (an integer weight equals repeating the row), and
+            ``validation_errors_`` and ``train_mse_`` are weighted means. The
+            weights enter the same pass; a selector's statistics are weighted
+            too (a ``"median"`` bandwidth is taken from unweighted rows).
 
         Returns
         -------
@@ -180,13 +187,14 @@ class RandomFeatureRidge(PartialFitMixin, _RidgeSolveMixin, TargetScaleMixin, Re
         """
         grid = self._check_params()
         self.__dict__.pop("stats_", None)  # a fit starts over: no running statistics of earlier partial_fit calls
-        X, y = self._regression_targets(X, y)
+        X, y, w = self._regression_targets(X, y, sample_weight)
         validation = self.validation if self.validation is not None else (0.2 if grid is not None else None)
-        train, valid = self._features_pass(X, y, validation=validation, validation_seed=self.validation_seed)
+        train, valid = self._features_pass(X, y, validation=validation, validation_seed=self.validation_seed,
+                                           sample_weight=w)
         self._set_regression_coef(self._solve_on_stats(train, valid, grid), y.ndim == 1)
         return self
 
-    def partial_fit(self, X: np.ndarray | da.Array, y: np.ndarray | da.Array) -> RandomFeatureRidge:
+    def partial_fit(self, X: np.ndarray | da.Array, y: np.ndarray | da.Array, sample_weight: object = None) -> RandomFeatureRidge:
         """Add a batch of rows and solve again from the running statistics.
 
         The first call fixes the features: an unfitted map is fitted on this
@@ -207,6 +215,8 @@ class RandomFeatureRidge(PartialFitMixin, _RidgeSolveMixin, TargetScaleMixin, Re
         X : array-like or dask array of shape (n_samples, n_features)
         y : array-like or dask array of shape (n_samples,) or (n_samples, k)
             The same number of outputs at every call.
+        sample_weight : array-like or dask array of shape (n_samples,), optional
+            Weights of this batch's rows (as in :meth:`fit`).
 
         Returns
         -------
@@ -215,14 +225,15 @@ class RandomFeatureRidge(PartialFitMixin, _RidgeSolveMixin, TargetScaleMixin, Re
         self._partial_check()
         first = not self._partial_started()
         if first:
-            X, y = self._regression_targets(X, y)
+            X, y, w = self._regression_targets(X, y, sample_weight)
         else:
             X = self._partial_X(X, first=False)
             y = self._partial_y(y, X.shape[0])
             y = y if np.issubdtype(y.dtype, np.floating) else y.astype(np.float64)
             if (y.ndim == 1) != (self.coef_.ndim == 1):
                 raise ValueError(f"y has shape {y.shape}, but earlier partial_fit calls had {'1-d' if self.coef_.ndim == 1 else '2-d'} targets")
-        coef = self._partial_update(X, y, first)
+            w = check_sample_weight(sample_weight, int(X.shape[0]))
+        coef = self._partial_update(X, y, first, w)
         self._set_regression_coef(coef, y.ndim == 1)
         return self
 

@@ -31,6 +31,7 @@ from .._validation import (
     is_dask,
     is_integer,
 )
+from .._weights import check_class_weight
 from ..features.maps import RandomFourierFeatures
 from ..search.evaluate import GridErrors, candidate_prefix, fold_pairs, merge_errors, select_largest, validate_grid
 from ..search.grid import SearchGrid, Variant, check_grid
@@ -120,7 +121,8 @@ def stacked_models(kernel: object, entries: list, task: str) -> LinearModels:
 
 
 def validation_accuracy(
-    X: object, T: object, candidates: list, found: object, grid: SearchGrid, kind: str, cv: object, cv_seed: int
+    X: object, T: object, candidates: list, found: object, grid: SearchGrid, kind: str, cv: object, cv_seed: int,
+    sample_weight: object = None,
 ) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Validation and training accuracy of every configuration, from one scoring pass over X.
 
@@ -128,8 +130,9 @@ def validation_accuracy(
     training rows) are scattered onto their bandwidth's candidates, so one
     product per tile scores them all (:func:`dxrf.score_models`); fold ``j``'s
     models are read on fold ``j``'s rows for validation, and on the other
-    rows for training. Returns ``(validation, training)``: per bandwidth, an
-    array of shape (folds, variants, len(M), len(alpha)).
+    rows for training. With ``sample_weight`` the accuracy is the weighted
+    fraction of rows classified right. Returns ``(validation, training)``: per
+    bandwidth, an array of shape (folds, variants, len(M), len(alpha)).
     """
     n_folds = len(found.mse[0])
     models, kept = [], []
@@ -141,17 +144,18 @@ def validation_accuracy(
             models.append(stacked_models(cand.kernel_, [found.paths[b, f, v, i] for v, i in present], "classification"))
     codes = class_codes(T)
     if kind == "kfold":
-        scores = score_models(X, codes, models, folds=cv, split_seed=cv_seed)
+        scores = score_models(X, codes, models, folds=cv, split_seed=cv_seed, sample_weight=sample_weight)
         valid = [[scores[f][b * n_folds + f].error for f in range(n_folds)] for b in range(len(candidates))]
         train = []
         for b in range(len(candidates)):
             per_fold = []
             for f in range(n_folds):
-                others = [scores[j][b * n_folds + f] for j in range(n_folds) if j != f]
-                per_fold.append(sum(o.n * o.error for o in others) / max(1, sum(o.n for o in others)))
+                others = [scores[j][b * n_folds + f] for j in range(n_folds) if j != f]  # n: rows or total weight
+                total = sum(o.n for o in others)
+                per_fold.append(sum(o.n * o.error for o in others) / (total if total > 0 else 1.0))
             train.append(per_fold)
     else:
-        tr, va = score_models(X, codes, models, split=cv, split_seed=cv_seed)
+        tr, va = score_models(X, codes, models, split=cv, split_seed=cv_seed, sample_weight=sample_weight)
         valid = [[va[b].error] for b in range(len(candidates))]
         train = [[tr[b].error] for b in range(len(candidates))]
     shape = (len(grid.variants), grid.n_components.size, grid.alphas.size)
@@ -229,6 +233,7 @@ class _SearchCV:
             check_choice(self.loss, "loss", LOSSES)
             check_choice(self.scoring, "scoring", SCORINGS)
             check_solver_options(self.max_iter, self.tol)  # before the search's pass, not at the refit after it
+            check_class_weight(self.class_weight)
         check_bool(self.fit_intercept, "fit_intercept")
         check_bool(self.keep_models, "keep_models")
         check_bool(self.return_train_score, "return_train_score")
@@ -243,8 +248,15 @@ class _SearchCV:
             raise ValueError("bandwidth_choice='plain' chooses the bandwidth by the plain features: add 'none' to selections")
         return grid
 
-    def _search(self, X: np.ndarray | da.Array, T: np.ndarray | da.Array, classes: np.ndarray | None) -> tuple:
-        """Run the pass and the search; set the search's attributes. Returns the refit's statistics and kernel."""
+    def _search(
+        self, X: np.ndarray | da.Array, T: np.ndarray | da.Array, classes: np.ndarray | None, sample_weight: object = None
+    ) -> tuple:
+        """Run the pass and the search; set the search's attributes. Returns the refit's statistics and kernel.
+
+        ``sample_weight`` (checked) weighs every statistic of the pass, so
+        every validation MSE, R^2 (with the weighted variance) and accuracy
+        is a weighted mean, and the refit is weighted.
+        """
         grid = self._check_params()
         kind, cv = check_cv(self.cv, X.shape[0])
         # the Grams of every bandwidth and fold: refused before any feature is drawn
@@ -267,7 +279,8 @@ class _SearchCV:
         candidates = [self._candidate_map(grid.n_candidates, v, seed).fit(X) for v in values]
         split = {"folds": cv} if kind == "kfold" else {"split": cv}
         t_pass = time.perf_counter()
-        per_map = accumulate(X, T, [c.kernel_ for c in candidates], split_seed=self.cv_seed, **split)
+        per_map = accumulate(X, T, [c.kernel_ for c in candidates], split_seed=self.cv_seed, sample_weight=sample_weight,
+                             **split)
         passes += 1
         t_algebra = time.perf_counter()
         _check_rows(per_map[0], kind, self.cv, X.shape[0])
@@ -281,7 +294,8 @@ class _SearchCV:
         accuracy = train_accuracy = None
         t_score = time.perf_counter()
         if scoring == "accuracy":
-            accuracy, train_accuracy = validation_accuracy(X, T, candidates, found, grid, kind, cv, self.cv_seed)
+            accuracy, train_accuracy = validation_accuracy(X, T, candidates, found, grid, kind, cv, self.cv_seed,
+                                                           sample_weight)
             passes += 1
         t_score = time.perf_counter() - t_score
         train_score = train_accuracy if train_accuracy is not None else found.train_r2
@@ -635,20 +649,24 @@ class RandomFeatureRidgeCV(_SearchCV, RandomFeatureRidge):
     ) -> None:
         store_parameters(self, locals())
 
-    def fit(self, X: np.ndarray | da.Array, y: np.ndarray | da.Array) -> RandomFeatureRidgeCV:
+    def fit(self, X: np.ndarray | da.Array, y: np.ndarray | da.Array, sample_weight: object = None) -> RandomFeatureRidgeCV:
         """Search and refit, in one pass over X (two with a median bandwidth).
 
         Parameters
         ----------
         X : array-like or dask array of shape (n_samples, n_features)
         y : array-like or dask array of shape (n_samples,) or (n_samples, k)
+        sample_weight : array-like or dask array of shape (n_samples,), optional
+            Row weights: every statistic, validation score and the refit are
+            weighted (folds still hash row indices; the median bandwidth is
+            taken from unweighted rows).
 
         Returns
         -------
         self
         """
-        X, y = self._regression_targets(X, y)
-        stats, _ = self._search(X, y, None)
+        X, y, w = self._regression_targets(X, y, sample_weight)
+        stats, _ = self._search(X, y, None, w)
         self._set_regression_coef(self._ridge_refit(stats), y.ndim == 1)
         return self
 
@@ -675,6 +693,8 @@ class RandomFeatureClassifierCV(_SearchCV, RandomFeatureClassifier):
     loss : {{"squared", "logistic"}}, default="squared"
     solver, max_iter, tol, hessian_rows
         Of the logistic refit; see :class:`RandomFeatureClassifier`.
+    class_weight : "balanced", dict or None, default=None
+        Multiplied into ``sample_weight``, as in :class:`RandomFeatureClassifier`.
 
     Attributes
     ----------{_SEARCH_ATTRIBUTES}
@@ -711,11 +731,12 @@ class RandomFeatureClassifierCV(_SearchCV, RandomFeatureClassifier):
         max_iter: int = 100,
         tol: float = 1e-8,
         hessian_rows: int | str | None = "auto",
+        class_weight: object = None,
         random_state: object = None,
     ) -> None:
         store_parameters(self, locals())
 
-    def fit(self, X: np.ndarray | da.Array, y: np.ndarray | da.Array) -> RandomFeatureClassifierCV:
+    def fit(self, X: np.ndarray | da.Array, y: np.ndarray | da.Array, sample_weight: object = None) -> RandomFeatureClassifierCV:
         """Search on the squared-loss statistics (one pass), then refit the best.
 
         Parameters
@@ -723,14 +744,17 @@ class RandomFeatureClassifierCV(_SearchCV, RandomFeatureClassifier):
         X : array-like or dask array of shape (n_samples, n_features)
         y : array-like or dask array of shape (n_samples,)
             Class labels.
+        sample_weight : array-like or dask array of shape (n_samples,), optional
+            Row weights, times ``class_weight``: the search's statistics and
+            scores and the refit are weighted (as in :class:`RandomFeatureRidgeCV`).
 
         Returns
         -------
         self
         """
         self._check_params()
-        X, T = self._class_targets(X, y)
-        stats, kernel = self._search(X, T, self.classes_)
+        X, T, w = self._class_targets(X, y, sample_weight)
+        stats, kernel = self._search(X, T, self.classes_, w)
         if self.loss == "squared":
             coef = self._ridge_refit(stats)
             self.coef_ = coef.T
@@ -739,4 +763,4 @@ class RandomFeatureClassifierCV(_SearchCV, RandomFeatureClassifier):
             return self
         if self.alpha_ <= 0:
             raise ValueError("loss='logistic' needs a positive penalty: the search chose alpha=0; remove 0 from alphas")
-        return self._logistic_refit(X, T, kernel)
+        return self._logistic_refit(X, T, kernel, w)

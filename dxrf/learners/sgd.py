@@ -53,6 +53,8 @@ reproduces a threaded run bit for bit.
 
 from __future__ import annotations
 
+import inspect
+
 from typing import Any
 
 import dask.array as da
@@ -74,6 +76,7 @@ from .._validation import (
 from ..options import get_options
 from ..stats import hashed_split
 from .._target_scale import scale_of
+from .._weights import check_class_weight, check_sample_weight, combined_weight
 from ._base import RandomFeatureModel, TargetScaleMixin, check_validation, is_selector, linear_predict
 
 __all__ = [
@@ -172,7 +175,7 @@ class _BaseSGD(RandomFeatureModel):
         return int(make_rng(rs).integers(2**63))
 
     # -- fitting -------------------------------------------------------------------
-    def _fit_features(self, X: Any, Y: Any, validation: Any, task: str, classes: Any) -> np.ndarray | None:
+    def _fit_features(self, X: Any, Y: Any, validation: Any, task: str, classes: Any, weights: Any = None) -> np.ndarray | None:
         """Draw the features (no Gram) or run a selector's candidate pass.
 
         Returns the training-target mean when the candidate pass gave it.
@@ -187,7 +190,8 @@ class _BaseSGD(RandomFeatureModel):
                     f"{m0} x {m0} Gram. SGD with a selector allows at most n_candidates={MAX_SELECTOR_CANDIDATES}; "
                     "for larger M give a feature map such as RandomFourierFeatures(n_components=M)"
                 )
-            train, _ = self._features_pass(X, Y, validation=validation, validation_seed=_VALIDATION_SEED, task=task, classes=classes)
+            train, _ = self._features_pass(X, Y, validation=validation, validation_seed=_VALIDATION_SEED, task=task,
+                                           classes=classes, sample_weight=weights)
             return None if train.n == 0 else train.ysum / train.n
         self._fit_map(self._make_features(), X)
         return None
@@ -224,7 +228,7 @@ class _BaseSGD(RandomFeatureModel):
             blas_threads=get_options().blas_threads if is_dask(X) else None,
         )
 
-    def _partial_sgd(self, X: Any, Y: Any, first: bool) -> None:
+    def _partial_sgd(self, X: Any, Y: Any, first: bool, weights: Any = None) -> None:
         """One SGD pass over the batch, continuing from the current iterate (no validation rows).
 
         The first call (on an unfitted estimator) fixes the features as the
@@ -245,7 +249,7 @@ class _BaseSGD(RandomFeatureModel):
         if first:
             self.step_size_ = self._resolve_step(X, np.random.default_rng([shuffle_seed, 1]))
         cfg = self._config(X, shuffle_seed, None)
-        runner = _Runner(_Data(X, Y, None, None), self.kernel_, cfg, False)
+        runner = _Runner(_Data(X, Y, None, None, weights), self.kernel_, cfg, False)
         if first:
             intercept = np.zeros(k)
             if self.fit_intercept and self.loss == "squared":
@@ -270,7 +274,7 @@ class _BaseSGD(RandomFeatureModel):
         self.validation_errors_ = np.zeros(0)
         self.train_errors_ = np.asarray(train_errors, dtype=np.float64)
 
-    def _fit_sgd(self, X: Any, Y: Any, *, task: str, classes: Any = None) -> None:
+    def _fit_sgd(self, X: Any, Y: Any, *, task: str, classes: Any = None, weights: Any = None) -> None:
         n = X.shape[0]
         if not is_dask(Y):
             Y = np.asarray(Y, dtype=np.float64).reshape(n, -1)
@@ -292,13 +296,13 @@ class _BaseSGD(RandomFeatureModel):
                     f"validation={self.validation!r} selects no validation rows (n_samples={n}); give more rows or validation=None"
                 )
 
-        y_mean = self._fit_features(X, Y, validation, task, classes)
+        y_mean = self._fit_features(X, Y, validation, task, classes, weights)
         shuffle_seed = self._shuffle_seed()
         kernel = self.kernel_
         m = kernel.n_components
         self.step_size_ = self._resolve_step(X, np.random.default_rng([shuffle_seed, 1]))
         cfg = self._config(X, shuffle_seed, fraction)
-        data = _Data(X, Y, mask, fraction)
+        data = _Data(X, Y, mask, fraction, weights)
         has_val = validation is not None
         runner = _Runner(data, kernel, cfg, has_val)
 
@@ -525,7 +529,7 @@ class RandomFeatureSGDRegressor(TargetScaleMixin, RegressorMixin, _BaseSGD):
 """
     )
 
-    def fit(self, X: np.ndarray | da.Array, y: np.ndarray | da.Array) -> RandomFeatureSGDRegressor:
+    def fit(self, X: np.ndarray | da.Array, y: np.ndarray | da.Array, sample_weight: object = None) -> RandomFeatureSGDRegressor:
         """Draw the features and run SGD.
 
         Parameters
@@ -533,6 +537,13 @@ class RandomFeatureSGDRegressor(TargetScaleMixin, RegressorMixin, _BaseSGD):
         X : array-like or dask array of shape (n_samples, n_features)
             A dask array is processed chunk by chunk on its scheduler.
         y : array-like or dask array of shape (n_samples,) or (n_samples, k)
+        sample_weight : array-like or dask array of shape (n_samples,), optional
+            Row weights ``>= 0`` multiplying each row's gradient (scikit-learn's
+            SGD convention: a mini-batch's step is still divided by its ``b``
+            rows); ``train_errors_``, ``validation_errors_`` and the
+            intercept's start are weighted means. The minimiser is that of the
+            weighted loss, but a stochastic method: integer weights are not
+            bitwise equal to repeated rows (the visiting order differs).
 
         Returns
         -------
@@ -545,10 +556,11 @@ class RandomFeatureSGDRegressor(TargetScaleMixin, RegressorMixin, _BaseSGD):
             y = np.asarray(y, dtype=np.float64)
         elif y.ndim == 1:
             y = y[:, None]
-        self._fit_sgd(X, y.reshape(X.shape[0], -1) if not is_dask(y) else y, task="regression")
+        w = check_sample_weight(sample_weight, int(X.shape[0]))
+        self._fit_sgd(X, y.reshape(X.shape[0], -1) if not is_dask(y) else y, task="regression", weights=w)
         return self
 
-    def partial_fit(self, X: np.ndarray | da.Array, y: np.ndarray | da.Array) -> RandomFeatureSGDRegressor:
+    def partial_fit(self, X: np.ndarray | da.Array, y: np.ndarray | da.Array, sample_weight: object = None) -> RandomFeatureSGDRegressor:
         """One SGD pass over a batch, continuing from the current iterate.
 
         The first call on an unfitted estimator fixes the features (a map is
@@ -564,6 +576,8 @@ class RandomFeatureSGDRegressor(TargetScaleMixin, RegressorMixin, _BaseSGD):
         ----------
         X : array-like or dask array of shape (n_samples, n_features)
         y : array-like or dask array of shape (n_samples,) or (n_samples, k)
+        sample_weight : array-like or dask array of shape (n_samples,), optional
+            Weights of this batch's rows (as in :meth:`fit`).
 
         Returns
         -------
@@ -582,7 +596,7 @@ class RandomFeatureSGDRegressor(TargetScaleMixin, RegressorMixin, _BaseSGD):
         if is_dask(y):
             y = y.astype(np.float64)
             y = y[:, None] if y.ndim == 1 else y
-        self._partial_sgd(X, y, first)
+        self._partial_sgd(X, y, first, check_sample_weight(sample_weight, int(X.shape[0])))
         return self
 
     def predict(self, X: np.ndarray | da.Array) -> np.ndarray | da.Array:
@@ -638,6 +652,9 @@ class RandomFeatureSGDClassifier(ClassifierMixin, _BaseSGD):
         ``(s - y)^2 / 2`` (least-squares classification), ``max(0, 1 - y s)``
         (linear SVM, a subgradient), or ``log(1 + exp(-y s))`` (logistic
         regression; enables ``predict_proba``). None is penalised.
+    class_weight : "balanced", dict or None, default=None
+        Weights per class multiplied into ``sample_weight``, as in
+        :class:`~dxrf.RandomFeatureClassifier` (not ``"balanced"`` in ``partial_fit``).
 """
         + _COMMON_PARAMS
         + """
@@ -661,7 +678,26 @@ class RandomFeatureSGDClassifier(ClassifierMixin, _BaseSGD):
 
     _losses = LOSSES
 
-    def fit(self, X: np.ndarray | da.Array, y: np.ndarray | da.Array) -> RandomFeatureSGDClassifier:
+    def __init__(self, features: object = None, *, class_weight: object = None, **params: Any) -> None:
+        super().__init__(features, **params)
+        self.class_weight = class_weight
+
+    # scikit-learn reads the parameters from the signature: the regressor's, plus class_weight
+    __init__.__signature__ = inspect.signature(_BaseSGD.__init__).replace(parameters=[
+        *inspect.signature(_BaseSGD.__init__).parameters.values(),
+        inspect.Parameter("class_weight", inspect.Parameter.KEYWORD_ONLY, default=None, annotation="object"),
+    ])
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        check_class_weight(self.class_weight)
+
+    def _check_partial_params(self) -> None:
+        super()._check_partial_params()
+        if isinstance(check_class_weight(self.class_weight), str):
+            raise ValueError('class_weight="balanced" needs the counts of all the data; partial_fit takes a dict or None')
+
+    def fit(self, X: np.ndarray | da.Array, y: np.ndarray | da.Array, sample_weight: object = None) -> RandomFeatureSGDClassifier:
         """Draw the features and run one-vs-rest SGD.
 
         Parameters
@@ -669,17 +705,21 @@ class RandomFeatureSGDClassifier(ClassifierMixin, _BaseSGD):
         X : array-like or dask array of shape (n_samples, n_features)
         y : array-like or dask array of shape (n_samples,)
             Class labels.
+        sample_weight : array-like or dask array of shape (n_samples,), optional
+            Row weights, as in :meth:`RandomFeatureSGDRegressor.fit`.
 
         Returns
         -------
         self
         """
         self._check_params()
-        X, Y = self._class_targets(X, y)
-        self._fit_sgd(X, Y, task="classification", classes=self.classes_)
+        X, Y, w = self._class_targets(X, y, sample_weight)
+        self._fit_sgd(X, Y, task="classification", classes=self.classes_, weights=w)
         return self
 
-    def partial_fit(self, X: np.ndarray | da.Array, y: np.ndarray | da.Array, classes: object = None) -> RandomFeatureSGDClassifier:
+    def partial_fit(
+        self, X: np.ndarray | da.Array, y: np.ndarray | da.Array, classes: object = None, sample_weight: object = None
+    ) -> RandomFeatureSGDClassifier:
         """One one-vs-rest SGD pass over a batch, continuing from the current iterate.
 
         As :meth:`RandomFeatureSGDRegressor.partial_fit`; the first call on an
@@ -692,6 +732,8 @@ class RandomFeatureSGDClassifier(ClassifierMixin, _BaseSGD):
         y : array-like or dask array of shape (n_samples,)
         classes : array-like, optional
             Every class label; required at the first call.
+        sample_weight : array-like or dask array of shape (n_samples,), optional
+            Weights of this batch's rows.
 
         Returns
         -------
@@ -709,7 +751,8 @@ class RandomFeatureSGDClassifier(ClassifierMixin, _BaseSGD):
             raise ValueError(f"y must be 1-d class labels with one per row of X ({X.shape[0]}), got shape {y.shape}")
         check_batch_labels(y, classes_)
         self.classes_ = classes_
-        self._partial_sgd(X, encode_classes(y, classes_), first)
+        w = combined_weight(check_sample_weight(sample_weight, int(X.shape[0])), self.class_weight, classes_, y)
+        self._partial_sgd(X, encode_classes(y, classes_), first, w)
         return self
 
     def decision_function(self, X: np.ndarray | da.Array) -> np.ndarray | da.Array:

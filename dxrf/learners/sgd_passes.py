@@ -92,6 +92,11 @@ class _Config:
             setattr(self, k, kw[k])
 
 
+def _block_weights(W: Any, n: int) -> np.ndarray | None:
+    # row weights, validated as a whole by the estimator; None: every row weighs 1
+    return None if W is None else np.asarray(W, dtype=np.float64).reshape(n)
+
+
 def _block_rows(X: Any, Y: Any, mask: Any, start: int, cfg: _Config) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     X = np.asarray(X)
     n = X.shape[0]
@@ -109,8 +114,15 @@ def _limits(cfg: _Config):
     return blas_limit(cfg.blas_threads)
 
 
-def _sgd_rows(state: _State, X: np.ndarray, Y: np.ndarray, rows: np.ndarray, kernel: FeatureKernel, cfg: _Config) -> None:
-    """Run the SGD updates over ``rows`` (already in visiting order), in place."""
+def _sgd_rows(
+    state: _State, X: np.ndarray, Y: np.ndarray, rows: np.ndarray, kernel: FeatureKernel, cfg: _Config,
+    W: np.ndarray | None = None,
+) -> None:
+    """Run the SGD updates over ``rows`` (already in visiting order), in place.
+
+    ``W``: row weights multiplying each row's gradient and loss (scikit-learn's
+    SGD convention: the mini-batch mean is still over its ``b`` rows).
+    """
     n = rows.size
     if n == 0:
         return
@@ -118,10 +130,10 @@ def _sgd_rows(state: _State, X: np.ndarray, Y: np.ndarray, rows: np.ndarray, ker
     buf = np.empty((tile, kernel.n_components), dtype=kernel.dtype)
     step = cfg.step
     with np.errstate(over="ignore", invalid="ignore"):  # divergence is reported after the pass
-        _sgd_tiles(state, X, Y, rows, kernel, cfg, buf, tile, step)
+        _sgd_tiles(state, X, Y, rows, kernel, cfg, buf, tile, step, W)
 
 
-def _sgd_tiles(state: _State, X: np.ndarray, Y: np.ndarray, rows: np.ndarray, kernel: FeatureKernel, cfg: _Config, buf: np.ndarray, tile: int, step: float) -> None:
+def _sgd_tiles(state: _State, X: np.ndarray, Y: np.ndarray, rows: np.ndarray, kernel: FeatureKernel, cfg: _Config, buf: np.ndarray, tile: int, step: float, W: np.ndarray | None = None) -> None:
     dtype = kernel.dtype
     b = cfg.batch_size
     n = rows.size
@@ -129,18 +141,29 @@ def _sgd_tiles(state: _State, X: np.ndarray, Y: np.ndarray, rows: np.ndarray, ke
         idx = rows[lo : lo + tile]
         Z = kernel(X[idx], out=buf[: idx.size])
         Yt = Y[idx]
+        Wt = None if W is None else W[idx]
         for blo in range(0, idx.size, b):
             Zb = Z[blo : blo + b]
             Yb = Yt[blo : blo + b]
             # products in the feature dtype, the state and its sums in float64
             S = (Zb @ state.coef.astype(dtype, copy=False)).astype(np.float64) + state.intercept
             G, L = _loss_grad(cfg.loss, S, Yb)
-            state.loss_sum += float(L.sum())
-            state.loss_count += L.size
+            if Wt is None:
+                state.loss_sum += float(L.sum())
+                state.loss_count += L.size
+            else:
+                G, L, count = _weighted(G, L, Wt[blo : blo + b])
+                state.loss_sum += float(L.sum())
+                state.loss_count += count
             state.coef -= (step / Zb.shape[0]) * (Zb.T @ G.astype(dtype))
             if cfg.fit_intercept:
                 state.intercept -= step * G.mean(axis=0)
             state.n_iter += 1
+
+
+def _weighted(G: np.ndarray, L: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """Gradients and losses of rows times their weights, and the rows' weight counted per output."""
+    return G * w[:, None], L * w[:, None], float(w.sum()) * L.shape[1]
 
 
 def _train_order(mask: np.ndarray | None, n: int, epoch: int, chunk: int, cfg: _Config) -> np.ndarray:
@@ -151,17 +174,18 @@ def _train_order(mask: np.ndarray | None, n: int, epoch: int, chunk: int, cfg: _
     return rows
 
 
-def _validate_rows(out: _State, start_state: _State | None, X: np.ndarray, Y: np.ndarray, mask: np.ndarray | None, kernel: FeatureKernel, cfg: _Config) -> None:
+def _validate_rows(out: _State, start_state: _State | None, X: np.ndarray, Y: np.ndarray, mask: np.ndarray | None, kernel: FeatureKernel, cfg: _Config, W: np.ndarray | None = None) -> None:
     if start_state is None or mask is None:
         return
     rows = np.flatnonzero(mask)
-    vs, vc = _loss_sum(start_state, X[rows], Y[rows], kernel, cfg)
+    vs, vc = _loss_sum(start_state, X[rows], Y[rows], kernel, cfg, None if W is None else W[rows])
     out.val_sum += vs
     out.val_count += vc
 
 
 def _sgd_chunk(
-    state: _State, start_state: _State | None, X: Any, Y: Any, mask: Any, kernel: FeatureKernel, start: int, chunk: int, epoch: int, cfg: _Config
+    state: _State, start_state: _State | None, X: Any, Y: Any, mask: Any, W: Any, kernel: FeatureKernel, start: int, chunk: int,
+    epoch: int, cfg: _Config,
 ) -> _State:
     """One link of the sequential chain: the state in, the updated state out.
 
@@ -171,37 +195,43 @@ def _sgd_chunk(
     to another worker.
     """
     X, Y, mask = _block_rows(X, Y, mask, start, cfg)
+    W = _block_weights(W, X.shape[0])
     out = state.copy()
     with _limits(cfg):
-        _validate_rows(out, start_state, X, Y, mask, kernel, cfg)
-        _sgd_rows(out, X, Y, _train_order(mask, X.shape[0], epoch, chunk, cfg), kernel, cfg)
+        _validate_rows(out, start_state, X, Y, mask, kernel, cfg, W)
+        _sgd_rows(out, X, Y, _train_order(mask, X.shape[0], epoch, chunk, cfg), kernel, cfg, W)
     return out
 
 
 def _avg_chunk(
-    state: _State, with_validation: bool, X: Any, Y: Any, mask: Any, kernel: FeatureKernel, start: int, chunk: int, epoch: int, cfg: _Config
+    state: _State, with_validation: bool, X: Any, Y: Any, mask: Any, W: Any, kernel: FeatureKernel, start: int, chunk: int,
+    epoch: int, cfg: _Config,
 ) -> tuple:
-    """Averaging mode: SGD on one chunk from the shared start, returned weighted by its rows."""
+    """Averaging mode: SGD on one chunk from the shared start, returned weighted by its rows (or their weight)."""
     X, Y, mask = _block_rows(X, Y, mask, start, cfg)
+    W = _block_weights(W, X.shape[0])
     out = state.copy()
     out.n_iter, out.loss_sum, out.loss_count, out.val_sum, out.val_count = 0, 0.0, 0, 0.0, 0
     rows = _train_order(mask, X.shape[0], epoch, chunk, cfg)
     with _limits(cfg):
-        _validate_rows(out, state if with_validation else None, X, Y, mask, kernel, cfg)
-        _sgd_rows(out, X, Y, rows, kernel, cfg)
-    w = rows.size
+        _validate_rows(out, state if with_validation else None, X, Y, mask, kernel, cfg, W)
+        _sgd_rows(out, X, Y, rows, kernel, cfg, W)
+    w = rows.size if W is None else float(W[rows].sum())
     return (out.coef * w, out.intercept * w, w, out.n_iter, out.loss_sum, out.loss_count, out.val_sum, out.val_count)
 
 
-def _eval_chunk(state: _State, X: Any, Y: Any, mask: Any, kernel: FeatureKernel, start: int, cfg: _Config) -> tuple[float, int]:
-    """Sum of the loss of ``state`` over the validation rows of a chunk, and their count."""
+def _eval_chunk(state: _State, X: Any, Y: Any, mask: Any, W: Any, kernel: FeatureKernel, start: int, cfg: _Config) -> tuple[float, int]:
+    """Sum of the loss of ``state`` over the validation rows of a chunk, and their count (or weight)."""
     X, Y, mask = _block_rows(X, Y, mask, start, cfg)
+    W = _block_weights(W, X.shape[0])
     rows = np.flatnonzero(mask) if mask is not None else np.arange(0)
     with _limits(cfg):
-        return _loss_sum(state, X[rows], Y[rows], kernel, cfg)
+        return _loss_sum(state, X[rows], Y[rows], kernel, cfg, None if W is None else W[rows])
 
 
-def _loss_sum(state: _State, X: np.ndarray, Y: np.ndarray, kernel: FeatureKernel, cfg: _Config) -> tuple[float, int]:
+def _loss_sum(
+    state: _State, X: np.ndarray, Y: np.ndarray, kernel: FeatureKernel, cfg: _Config, W: np.ndarray | None = None
+) -> tuple[float, float]:
     n = X.shape[0]
     if n == 0:
         return 0.0, 0
@@ -214,17 +244,23 @@ def _loss_sum(state: _State, X: np.ndarray, Y: np.ndarray, kernel: FeatureKernel
         for lo in range(0, n, tile):
             Z = kernel(X[lo : lo + tile], out=buf[: min(tile, n - lo)])
             S = (Z @ coef).astype(np.float64) + state.intercept
-            total += float(_loss_grad(cfg.loss, S, Y[lo : lo + tile])[1].sum())
-    return total, n * Y.shape[1]
+            L = _loss_grad(cfg.loss, S, Y[lo : lo + tile])[1]
+            total += float(L.sum() if W is None else (W[lo : lo + tile] @ L).sum())
+    return total, n * Y.shape[1] if W is None else float(W.sum()) * Y.shape[1]
 
 
-def _ysum_chunk(Y: Any, mask: Any, start: int, cfg: _Config) -> tuple[np.ndarray, int]:
+def _ysum_chunk(Y: Any, mask: Any, start: int, cfg: _Config, W: Any = None) -> tuple[np.ndarray, int | float]:
     Y = np.asarray(Y, dtype=np.float64).reshape(np.shape(Y)[0], -1)
+    W = _block_weights(W, Y.shape[0])
     if cfg.fraction is not None:
         mask = hashed_split(start, start + Y.shape[0], cfg.fraction, _VALIDATION_SEED)
     if mask is not None:
-        Y = Y[~np.asarray(mask, dtype=bool).reshape(-1)]
-    return Y.sum(axis=0), Y.shape[0]
+        keep = ~np.asarray(mask, dtype=bool).reshape(-1)
+        Y = Y[keep]
+        W = None if W is None else W[keep]
+    if W is None:
+        return Y.sum(axis=0), Y.shape[0]
+    return W @ Y, float(W.sum())
 
 
 def _add(*parts: tuple) -> tuple:
@@ -241,19 +277,19 @@ def _sum_field(values: list) -> Any:
 # The map-reduce passes of a fit, as the engine's blocks: the rows' place comes
 # from ``rows`` (its start for the hashed split, its index for the shuffle).
 def _mean_block(Y: Any, columns: tuple, rows: Rows, cfg: _Config, running: None) -> tuple[np.ndarray, int]:
-    (mask,) = columns
-    return _ysum_chunk(Y, mask, rows.start, cfg)
+    mask, W = columns
+    return _ysum_chunk(Y, mask, rows.start, cfg, W)
 
 
 def _avg_block(X: Any, columns: tuple, rows: Rows, state: _State, with_validation: bool, kernel: FeatureKernel,
                epoch: int, cfg: _Config, running: None) -> tuple:
-    Y, mask = columns
-    return _avg_chunk(state, with_validation, X, Y, mask, kernel, rows.start, rows.index, epoch, cfg)
+    Y, mask, W = columns
+    return _avg_chunk(state, with_validation, X, Y, mask, W, kernel, rows.start, rows.index, epoch, cfg)
 
 
 def _eval_block(X: Any, columns: tuple, rows: Rows, state: _State, kernel: FeatureKernel, cfg: _Config, running: None):
-    Y, mask = columns
-    return _eval_chunk(state, X, Y, mask, kernel, rows.start, cfg)
+    Y, mask, W = columns
+    return _eval_chunk(state, X, Y, mask, W, kernel, rows.start, cfg)
 
 
 _SUM_PASS = {name: Pass(block=block, merge=_add) for name, block in
@@ -264,13 +300,17 @@ _SUM_PASS = {name: Pass(block=block, merge=_add) for name, block in
 
 
 class _Data:
-    """Row blocks of X, targets and validation mask, aligned with X's chunks."""
+    """Row blocks of X, targets, validation mask and row weights, aligned with X's chunks."""
 
-    def __init__(self, X: np.ndarray | da.Array, Y: np.ndarray | da.Array, mask: Any, fraction: float | None) -> None:
+    def __init__(
+        self, X: np.ndarray | da.Array, Y: np.ndarray | da.Array, mask: Any, fraction: float | None, W: Any = None
+    ) -> None:
         self.lazy = is_dask(X)
         self.n = X.shape[0]
+        self.W_d = W  # None, or checked weights (NumPy or dask): the engine's passes align them
         if not self.lazy:
             self.X = X
+            self.W = None if W is None else np.asarray(W.compute() if is_dask(W) else W, dtype=np.float64)
             self.Y = np.asarray(Y, dtype=np.float64).reshape(self.n, -1)
             self.mask = None if mask is None else np.asarray(mask.compute() if is_dask(mask) else mask, dtype=bool)
             self.n_chunks = 1
@@ -283,6 +323,7 @@ class _Data:
         self.x = list(X.to_delayed().ravel())
         self.y = aligned_blocks(Y, chunks, "y")
         self.m = aligned_blocks(mask, chunks, "validation") if mask is not None else [None] * self.n_chunks
+        self.w = aligned_blocks(W, chunks, "sample_weight") if W is not None else [None] * self.n_chunks
         # the arrays themselves, for the engine's map-reduce passes (which align them again)
         Yd = Y if is_dask(Y) else da.from_array(np.asarray(Y), chunks=(chunks,) + np.shape(Y)[1:], name=False)
         self.X_d, self.Y_d, self.mask_d = X, Yd.rechunk((chunks,) + (-1,) * (Yd.ndim - 1)), mask
@@ -317,9 +358,9 @@ class _Runner:
     def train_mean(self) -> tuple[np.ndarray, int]:
         d = self.data
         if not d.lazy:
-            return _ysum_chunk(d.Y, self._local_mask(), 0, self.cfg)
+            return _ysum_chunk(d.Y, self._local_mask(), 0, self.cfg, d.W)
         # a read of y only: y's blocks, aligned with X's chunks, are the rows of this pass
-        return run_pass(_SUM_PASS["mean"], d.Y_d, (d.mask_d,), (self.cfg,))
+        return run_pass(_SUM_PASS["mean"], d.Y_d, (d.mask_d, d.W_d), (self.cfg,))
 
     def _share(self, state: _State) -> Any:
         # The state (O(M k) numbers) travels inside the graph: data scattered by the
@@ -335,9 +376,9 @@ class _Runner:
             X, Y, mask = d.X, d.Y, self._local_mask()
             val = (0.0, 0)
             if self.has_validation:
-                val = _loss_sum(state, X[mask], Y[mask], self.kernel, self.cfg)
+                val = _loss_sum(state, X[mask], Y[mask], self.kernel, self.cfg, None if d.W is None else d.W[mask])
             out = state.copy()
-            _sgd_rows(out, np.asarray(X), Y, _train_order(mask, d.n, epoch, 0, self.cfg), self.kernel, self.cfg)
+            _sgd_rows(out, np.asarray(X), Y, _train_order(mask, d.n, epoch, 0, self.cfg), self.kernel, self.cfg, d.W)
             return out, val
         if mode == "averaging":
             return self._averaging_epoch(state, epoch)
@@ -359,7 +400,7 @@ class _Runner:
         for w0 in range(0, d.n_chunks, self.window):
             s = current
             for i in order[w0 : w0 + self.window]:
-                s = step(s, validate, d.x[i], d.y[i], d.m[i], self.kernel_d, d.starts[i], int(i), epoch, self.cfg)
+                s = step(s, validate, d.x[i], d.y[i], d.m[i], d.w[i], self.kernel_d, d.starts[i], int(i), epoch, self.cfg)
             if self.client is None:
                 (current,) = dask.compute(s)
                 continue
@@ -376,7 +417,7 @@ class _Runner:
         d = self.data
         start_d = self._share(state)
         coef_w, icpt_w, w, n_iter, loss_sum, loss_count, val_sum, val_count = run_pass(
-            _SUM_PASS["average"], d.X_d, (d.Y_d, d.mask_d), (start_d, self.has_validation, self.kernel_d, epoch, self.cfg)
+            _SUM_PASS["average"], d.X_d, (d.Y_d, d.mask_d, d.W_d), (start_d, self.has_validation, self.kernel_d, epoch, self.cfg)
         )
         out = state.copy() if w == 0 else _State(coef_w / w, icpt_w / w)
         out.n_iter = state.n_iter + n_iter
@@ -388,8 +429,8 @@ class _Runner:
         d = self.data
         if not d.lazy:
             mask = self._local_mask()
-            return _loss_sum(state, d.X[mask], d.Y[mask], self.kernel, self.cfg)
+            return _loss_sum(state, d.X[mask], d.Y[mask], self.kernel, self.cfg, None if d.W is None else d.W[mask])
         start_d = self._share(state)
-        return run_pass(_SUM_PASS["evaluate"], d.X_d, (d.Y_d, d.mask_d), (start_d, self.kernel_d, self.cfg))
+        return run_pass(_SUM_PASS["evaluate"], d.X_d, (d.Y_d, d.mask_d, d.W_d), (start_d, self.kernel_d, self.cfg))
 
 

@@ -176,7 +176,8 @@ def gram_spectrum(stats_or_gram: FeatureStats | np.ndarray | GramSpectrum) -> Gr
 def _read_gram(stats_or_gram: FeatureStats | np.ndarray) -> tuple[np.ndarray, int | None, bool]:
     """The normalised Gram as given, ``N`` (None for a bare matrix), and whether the array is a new one."""
     if isinstance(stats_or_gram, FeatureStats):
-        G, n, new = stats_or_gram.normalized_gram(), int(stats_or_gram.n), True
+        # n: the rows, or the total weight of weighted statistics (the unnormalised convention's N)
+        G, n, new = stats_or_gram.normalized_gram(), stats_or_gram.n, True
     else:
         G, n, new = np.asarray(stats_or_gram, dtype=np.float64), None, False
         if G.ndim != 2 or G.shape[0] != G.shape[1] or G.shape[0] == 0:
@@ -292,7 +293,11 @@ def _normalize_lams(
             "n_samples is required with lam_convention='unnormalized' when a bare Gram matrix is given "
             "(lam is then divided by the number of rows N)"
         )
-    check_positive_int(n, "n_samples")
+    if isinstance(n, float):  # a total weight (weighted statistics)
+        if not n > 0:
+            raise ValueError(f"the statistics' total weight must be positive, got {n}")
+    else:
+        check_positive_int(n, "n_samples")
     return lams / float(n)
 
 

@@ -20,6 +20,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._labels import class_labels, encode_classes
 from .._memory import check_statistics
 from .._validation import check_choice, check_positive_float, check_positive_int, is_dask, is_integer, make_rng
+from .._weights import check_sample_weight
 from ..features.kernel import FeatureKernel
 from ..features.maps import KernelTransformer, RandomFourierFeatures
 from ..stats import FeatureStats, accumulate
@@ -104,15 +105,22 @@ class _BaseSelector(KernelTransformer):
         return base
 
     def _fit_candidates(
-        self, X: np.ndarray | da.Array, Y: object, m0: int, base_seed: object, sample: tuple[float, int] | None = None
+        self, X: np.ndarray | da.Array, Y: object, m0: int, base_seed: object, sample: tuple[float, int] | None = None,
+        sample_weight: object = None,
     ) -> tuple[object, FeatureStats]:
-        """Fit the base map on all of X; accumulate over all rows or a hashed ``sample`` ``(fraction, seed)``."""
+        """Fit the base map on all of X; accumulate over all rows or a hashed ``sample`` ``(fraction, seed)``.
+
+        ``sample_weight`` (checked here) weighs the statistics; a median
+        bandwidth is estimated from unweighted rows.
+        """
+        w = check_sample_weight(sample_weight, int(X.shape[0]))
         self._check_memory(X, m0)
         base = self._make_base(X, m0, base_seed)
         self.n_passes_ += 1
         if sample is None:
-            return base, accumulate(X, Y, features=base.kernel_)
-        return base, accumulate(X, Y, features=base.kernel_, subsample=sample[0], subsample_seed=sample[1])
+            return base, accumulate(X, Y, features=base.kernel_, sample_weight=w)
+        return base, accumulate(X, Y, features=base.kernel_, subsample=sample[0], subsample_seed=sample[1],
+                                sample_weight=w)
 
     def row_sample(self, n: int) -> tuple[float, int] | None:
         """The hashed row subsample the candidates' statistics are accumulated over, or None (all rows).
@@ -323,7 +331,9 @@ class LeverageScoreSampler(_BaseSelector):
         selected features, exact, without another pass.
     n_samples_ : int
         Rows the candidates' statistics were accumulated over (about
-        ``n_samples``, exactly ``N`` without it).
+        ``n_samples``, exactly ``N`` without it); with ``sample_weight``
+        their total weight, rounded down (``lam_convention="unnormalized"``
+        divides by the total weight itself).
     n_passes_ : int
         Reads of ``X`` made by ``fit``: 1 (the statistics pass), plus 1 when the
         base map estimated ``bandwidth="median"`` from a random row sample
@@ -372,7 +382,7 @@ class LeverageScoreSampler(_BaseSelector):
         self.lam_convention = lam_convention
         self.n_samples = n_samples
 
-    def fit(self, X: np.ndarray | da.Array, y: object = None) -> LeverageScoreSampler:
+    def fit(self, X: np.ndarray | da.Array, y: object = None, sample_weight: object = None) -> LeverageScoreSampler:
         """Draw candidates, accumulate their Gram in one pass, select by leverage.
 
         Parameters
@@ -381,6 +391,8 @@ class LeverageScoreSampler(_BaseSelector):
         y : array-like or dask array of shape (n_samples,) or (n_samples, k), optional
             Not used by the selection; when given it is accumulated into
             ``candidate_stats_`` (in the same pass) for later learners.
+        sample_weight : array-like or dask array of shape (n_samples,), optional
+            Row weights: the Gram is ``sum_n w_n z z^T / sum_n w_n``.
 
         Returns
         -------
@@ -397,7 +409,7 @@ class LeverageScoreSampler(_BaseSelector):
         # the base map (and a median bandwidth) is fitted on all of X, the
         # statistics over the hashed row sample: the same rows a learner's
         # first pass uses, so both select the same features
-        base, stats = self._fit_candidates(X, y, m0, base_seed, self.row_sample(n))
+        base, stats = self._fit_candidates(X, y, m0, base_seed, self.row_sample(n), sample_weight)
         self._select(base, stats, rng, m)
         return self
 
@@ -432,7 +444,7 @@ class LeverageScoreSampler(_BaseSelector):
 
     def _select(self, base: object, stats: FeatureStats, rng: np.random.Generator, m: int) -> None:
         lams, _ = _check_lam(self.lam)
-        self.lam_ = float(_normalize_lams(lams, self.lam_convention, None, int(stats.n))[0])
+        self.lam_ = float(_normalize_lams(lams, self.lam_convention, None, stats.n)[0])
         # one lam: the Cholesky path of leverage_scores, not select_features' eigendecomposition
         weights, self.dof_ = leverage_scores(stats, self.lam_)
         selected, scales = draw_features(weights, m, self.method, rng)
@@ -506,7 +518,7 @@ class _SupervisedSelector(_BaseSelector):
         super().__init__(n_components, n_candidates=n_candidates, base=base, random_state=random_state)
         self.task = task
 
-    def fit(self, X: np.ndarray | da.Array, y: object = None) -> _SupervisedSelector:
+    def fit(self, X: np.ndarray | da.Array, y: object = None, sample_weight: object = None) -> _SupervisedSelector:
         """Draw candidates, accumulate the cross statistic in one pass, select ``M`` of them.
 
         Parameters
@@ -514,17 +526,22 @@ class _SupervisedSelector(_BaseSelector):
         X : array-like or dask array of shape (n_samples, n_features)
         y : array-like or dask array of shape (n_samples,) or (n_samples, k)
             Required. Class labels are read once to find the classes.
+        sample_weight : array-like or dask array of shape (n_samples,), optional
+            Row weights of the cross statistic (and of the standardisation of
+            a regression target): weighted sums divided by the total weight.
 
         Returns
         -------
         self
         """
         self._check_selection_params()
-        base, stats, rng, m = self._fit_supervised(X, y, getattr(self, "method", "top"))
+        base, stats, rng, m = self._fit_supervised(X, y, getattr(self, "method", "top"), sample_weight)
         self._select(base, stats, rng, m)
         return self
 
-    def _fit_supervised(self, X: object, y: object, method: str) -> tuple[object, FeatureStats, np.random.Generator, int]:
+    def _fit_supervised(
+        self, X: object, y: object, method: str, sample_weight: object = None
+    ) -> tuple[object, FeatureStats, np.random.Generator, int]:
         if y is None:
             raise ValueError(
                 f"{type(self).__name__} requires y to be passed, but the target y is None "
@@ -536,7 +553,7 @@ class _SupervisedSelector(_BaseSelector):
         self.task_ = task
         self.classes_ = classes
         base_seed, rng = _split_random_state(self.random_state)
-        base, stats = self._fit_candidates(X, Y, m0, base_seed)
+        base, stats = self._fit_candidates(X, Y, m0, base_seed, sample_weight=sample_weight)
         return base, stats, rng, m
 
 

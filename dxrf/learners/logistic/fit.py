@@ -11,6 +11,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from ..._validation import check_dask_matrix, check_int, check_nonnegative, is_dask
+from ..._weights import check_sample_weight
 from ...features.kernel import FeatureKernel
 from ...options import get_options
 from ...stats import resolve_kernel
@@ -167,6 +168,7 @@ def fit_logistic(
     intercept_init: np.ndarray | float | None = None,
     progress: bool | None = False,
     hessian_rows: int | str | None = "auto",
+    sample_weight: np.ndarray | da.Array | None = None,
 ) -> LogisticResult:
     """L2-penalised logistic regression on the features ``z(X)``, binary or one-vs-rest.
 
@@ -219,6 +221,10 @@ def fit_logistic(
         exact; None: every row (exact Hessians). Exact whenever the sample
         would be more than N / 2. Invalid values raise ``ValueError`` (also
         for the solvers without Hessians, which ignore it).
+    sample_weight : ndarray or dask array of shape (N,), optional
+        Row weights ``w_n >= 0``: the loss becomes
+        ``sum_n w_n log(1 + exp(-T_nk f_nk)) / sum_n w_n`` (an integer weight
+        equals repeating the row); every pass weighs its rows' terms.
 
     Returns
     -------
@@ -241,16 +247,19 @@ def fit_logistic(
     kernel = resolve_kernel(kernel, X)
     m = kernel.n_components
     X, T, n, k = _prepare(X, T, kernel)
+    weights = check_sample_weight(sample_weight, n)
+    # the objective is a weighted mean: divided by the total weight
+    total = n if weights is None else float(weights.sum().compute() if is_dask(weights) else weights.sum())
     W0 = _initial_points(coef_init, intercept_init, m, k, bool(fit_intercept))
     chosen = choose_solver(m, k) if solver == "auto" else solver
     # scipy's L-BFGS line search compares function values, so float32 features get
     # float64 scores there (see _block_sums); Newton's line search also uses derivatives
     precise = chosen == "lbfgs"
-    obj = _Objective(n, alpha, m, bool(fit_intercept), np.float64 if precise else kernel.dtype)
+    obj = _Objective(total, alpha, m, bool(fit_intercept), np.float64 if precise else kernel.dtype)
     show = get_options().progress if progress is None else progress
     period = _hessian_period(hessian_rows, n, m, kernel.n_features_in)  # checked for every solver
     period = period if chosen == "newton" else 1
-    runner = _PassRunner(X, T, kernel, show, precise=precise, hess_period=period)
+    runner = _PassRunner(X, T, kernel, show, precise=precise, hess_period=period, weights=weights)
     make = _SOLVER_FUNCTIONS[chosen]
     try:
         outcomes = _drive({j: make(obj, W0[:, j].copy(), float(tol), int(max_iter)) for j in range(k)}, runner)

@@ -24,8 +24,8 @@ def _pass_block(
     X: np.ndarray, columns: tuple, rows: Rows, kernel: FeatureKernel, spec: _Spec, tile_rows: int, check: bool, running: object
 ) -> _Sums:
     # the global first row places the block in the Hessian row sample and in error messages
-    (T,) = columns
-    return _block_sums(X, T, kernel, spec, tile_rows, row_offset=rows.start, check=check)
+    T, W = columns
+    return _block_sums(X, T, kernel, spec, tile_rows, row_offset=rows.start, check=check, weights=W)
 
 
 def _merge(*parts: _Sums) -> _Sums:
@@ -60,6 +60,7 @@ class _PassRunner:
         progress: bool | None,
         precise: bool = False,
         hess_period: int = 1,
+        weights: np.ndarray | da.Array | None = None,
     ) -> None:
         self.kernel = kernel
         self.precise = precise
@@ -67,7 +68,7 @@ class _PassRunner:
         self.progress = progress  # None: a bar when stderr is a terminal
         self.count = 0
         self.tile_rows = _tile_rows(kernel)
-        self.X, self.T = X, T
+        self.X, self.T, self.W = X, T, weights
         self._pool: LocalPool | None = None
         self._kernel: object = kernel
         if not is_dask(X):
@@ -79,10 +80,14 @@ class _PassRunner:
         chunks = X.chunks[0]
         T = T.rechunk((chunks, (k,))) if is_dask(T) else da.from_array(T, chunks=(chunks, (k,)), name=False)
         client = active_client()
+        W = weights
+        if W is not None:
+            W = W.rechunk((chunks,)) if is_dask(W) else da.from_array(W, chunks=(chunks,), name=False)
         if client is not None:
-            # labels are small: compute them (or ship NumPy ones) once, not in every pass
+            # labels and weights are small: compute them (or ship NumPy ones) once, not in every pass
             T = client.persist(T)
-        self.T = T
+            W = None if W is None else client.persist(W)
+        self.T, self.W = T, W
         # shipped once per fit: every pass references the same handle
         self._kernel = ship(kernel)
 
@@ -91,7 +96,7 @@ class _PassRunner:
         if self._pool is not None:
             self._pool.close()
             self._pool = None
-        self._kernel = self.T = None
+        self._kernel = self.T = self.W = None
 
     def __call__(self, spec: _Spec) -> _Final:
         self.count += 1
@@ -108,9 +113,9 @@ class _PassRunner:
         return run_pass(
             step,
             self.X,
-            (self.T,),
+            (self.T, self.W),
             (self._kernel, shipped, self.tile_rows, not in_process),
             progress=self.progress,
             pool=self._pool,
-            names=("labels T",),
+            names=("labels T", "sample_weight"),
         )

@@ -132,6 +132,7 @@ def _block_sums(
     tile_rows: int,
     row_offset: int = 0,
     check: bool = True,
+    weights: np.ndarray | None = None,
 ) -> _Sums:
     """The sums a pass needs from one block of rows: a pure function on NumPy arrays.
 
@@ -146,6 +147,8 @@ def _block_sums(
     ``sqrt(w)`` appended for the intercept, summed in the kernel dtype over
     :data:`_FLUSH_ROWS` rows and then added to the float64 total.
     ``check=False`` skips the finiteness check of X (input checked before).
+    ``weights`` (float64, one per row, checked before) multiply every row's
+    loss, gradient, Hessian and Hessian-vector terms; ``n`` is then their sum.
     """
     if check:
         X = check_block(X, kernel.n_features_in, row_offset)
@@ -154,7 +157,11 @@ def _block_sums(
     m = kernel.n_components
     dtype = kernel.dtype
     sums = _Sums.zeros(spec, m)
-    sums.n = n
+    if weights is not None:
+        weights = np.asarray(weights, dtype=np.float64).reshape(-1)
+        if weights.shape[0] != n:
+            raise ValueError(f"sample_weight block at row {row_offset} has {weights.shape[0]} weights; X has {n} rows")
+    sums.n = n if weights is None else float(weights.sum())
     if n == 0:
         return sums
     labels = T[:, spec.cols]
@@ -225,10 +232,15 @@ def _block_sums(
         p = expit(margin, out=p_buf[:rows])  # sigma(-t f)
         w = np.subtract(1.0, p, out=w_buf[:rows])
         w *= p  # sigma(f)(1 - sigma(f)), the same for both labels
+        rw = None if weights is None else weights[lo:hi, None]
+        if rw is not None:
+            w *= rw  # the row weights enter Hessians and Hessian-vector products here
         if nr:
             R = resid[:rows]
             np.multiply(t[:, spec.grad], p[:, spec.grad], out=R[:, :ng])
             np.negative(R[:, :ng], out=R[:, :ng])  # d loss / d f
+            if rw is not None:
+                R[:, :ng] *= rw
             np.multiply(S[:, kc + nl :], w[:, spec.hv], out=R[:, ng:])
             if resid_k is not resid:
                 np.copyto(resid_k[:rows], R)
@@ -241,7 +253,10 @@ def _block_sums(
         if ng:
             lv = loss_buf[:rows]
             np.copyto(lv, margin[:, spec.grad])
-            sums.loss += _softplus(lv, loss_tmp[:rows]).sum(axis=0)
+            lv = _softplus(lv, loss_tmp[:rows])
+            if rw is not None:
+                lv *= rw
+            sums.loss += lv.sum(axis=0)
         if nl:
             # the losses along the segment: a line search costs no features
             ms = line_buf[:rows]
@@ -249,7 +264,10 @@ def _block_sums(
             np.subtract(f[:, None, spec.line], ms, out=ms)
             np.multiply(ms, t[:, None, spec.line], out=ms)
             np.negative(ms, out=ms)
-            sums.line += _softplus(ms, line_tmp[:rows]).sum(axis=0)
+            ms = _softplus(ms, line_tmp[:rows])
+            if rw is not None:
+                ms *= rw[:, :, None]
+            sums.line += ms.sum(axis=0)
         runs = _hessian_runs(row_offset + lo, row_offset + hi, spec.hess_period) if nh else []
         used = sum(b - a for a, b in runs)
         for jj, j in enumerate(spec.hess if used else ()):
@@ -272,7 +290,8 @@ def _block_sums(
                 acc[:, :, jj] += gram.T
         if used:
             acc_empty = False
-            sums.n_hess += used
+            # a sampled Hessian is scaled by (total weight) / (weight of its rows)
+            sums.n_hess += used if weights is None else sum(float(weights[a - row_offset : b - row_offset].sum()) for a, b in runs)
             pending += used
         if nh and not acc_empty and (pending >= _FLUSH_ROWS or hi == n):
             for jj in range(nh):

@@ -1,0 +1,197 @@
+"""Nyström pieces as pure functions: kernel blocks against landmarks, the whitening, landmark races.
+
+- :func:`landmark_block`: ``k(X_b, L)`` for one block of rows, in the block's
+  dtype, into a reused buffer (the raw features of a Nyström map);
+- :func:`inverse_sqrt`: the thresholded ``K_LL^{-1/2}`` that whitens them;
+- :func:`race_pass`: an engine pass that samples ``M`` distinct rows with
+  probabilities proportional to weights (uniform, or approximate ridge leverage
+  scores from random Fourier features) and returns just those rows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._buffers import thread_buffer
+from .._device import array_module, to_host
+from ..engine import Pass, Rows, check_block, row_uniforms
+
+__all__ = [
+    "LANDMARK_KERNELS", "landmark_block", "inverse_sqrt", "eigen_floor", "race_pass", "RaceConfig", "row_weights",
+    "leverage_transform",
+]
+
+#: shift-invariant kernels a Nyström map evaluates against its landmarks (DESIGN.md section 2)
+LANDMARK_KERNELS = ("gaussian", "laplacian", "cauchy")
+
+
+def landmark_block(X: np.ndarray, W: np.ndarray, kernel: str, bandwidth: float, out: np.ndarray | None = None) -> np.ndarray:
+    """``k(x_i, l_j)`` for the rows ``X`` and the landmarks ``l_j = W[:, j]``, in ``W.dtype``.
+
+    gaussian ``exp(-|x - l|^2 / 2 sigma^2)`` from one matrix product
+    (``|x|^2 - 2 x.l + |l|^2``, clipped at 0 against cancellation); laplacian
+    ``exp(-|x - l|_1 / sigma)`` and cauchy ``prod_j 1 / (1 + (x_j - l_j)^2 /
+    sigma^2)`` column by column of ``X`` (``d`` sweeps of the block).
+    """
+    xp = array_module(W)
+    dtype = W.dtype
+    X = xp.asarray(X, dtype=dtype)
+    n, m = X.shape[0], W.shape[1]
+    if out is None:
+        out = xp.empty((n, m), dtype=dtype)
+    elif out.shape != (n, m) or out.dtype != dtype:
+        raise ValueError(f"out has shape {out.shape} and dtype {out.dtype}; expected {(n, m)} {dtype}")
+    s = dtype.type(bandwidth)
+    if kernel == "gaussian":
+        c = dtype.type(0.5) / (s * s)
+        xp.matmul(X, W, out=out)
+        out *= 2 * c
+        out -= c * (X * X).sum(axis=1)[:, None]
+        out -= c * (W * W).sum(axis=0)[None, :]
+        xp.minimum(out, 0, out=out)
+        return xp.exp(out, out=out)
+    tmp = thread_buffer("landmark-diff", (n, m), dtype) if xp is np else xp.empty((n, m), dtype=dtype)
+    Xs, Ws = X / s, W / s
+    if kernel == "laplacian":
+        out[...] = 0
+        for j in range(X.shape[1]):
+            xp.subtract(Xs[:, j, None], Ws[j][None, :], out=tmp)
+            xp.abs(tmp, out=tmp)
+            out += tmp
+        xp.negative(out, out=out)
+        return xp.exp(out, out=out)
+    if kernel == "cauchy":
+        out[...] = 1
+        for j in range(X.shape[1]):
+            xp.subtract(Xs[:, j, None], Ws[j][None, :], out=tmp)
+            xp.multiply(tmp, tmp, out=tmp)
+            tmp += 1
+            out /= tmp
+        return out
+    raise ValueError(f"unknown landmark kernel {kernel!r}; expected one of {LANDMARK_KERNELS}")
+
+
+def eigen_floor(eigenvalues: np.ndarray, dtype: np.dtype) -> float:
+    """The floor below which eigenvalues of ``K_LL`` are raised: ``max(1e-12, M eps(dtype) lambda_max)``.
+
+    scikit-learn floors the singular values of ``K_LL`` at 1e-12. Features
+    evaluated in float32 carry rounding of about ``eps`` times the kernel
+    row's norm, which a direction of eigenvalue ``lambda`` divides by
+    ``sqrt(lambda)``: directions below the floor would carry only rounding, so
+    they are damped instead (a bounded inverse, never an amplified error).
+    """
+    m = eigenvalues.size
+    top = float(max(eigenvalues.max(initial=0.0), 0.0))
+    return max(1e-12, m * float(np.finfo(dtype).eps) * top)
+
+
+def inverse_sqrt(K: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """The symmetric ``K^{-1/2}`` of a kernel matrix, eigenvalues raised to :func:`eigen_floor` (float64)."""
+    from scipy.linalg import eigh
+
+    lam, U = eigh(np.asarray(K, dtype=np.float64), check_finite=False, driver="evd")
+    lam = np.maximum(lam, eigen_floor(lam, np.dtype(dtype)))
+    V = U / np.sqrt(lam)
+    return V @ U.T
+
+
+# -- weighted sampling of rows without replacement, in one pass ---------------------------------
+
+
+class RaceConfig:
+    """What every block of a landmark race needs: the number of rows, the seed, the weights.
+
+    Row ``i`` gets the key ``E_i / w_i`` with ``E_i = -log(u_i)`` exponential
+    from the hash ``u_i`` of ``(i, seed)`` (chunking plays no part); the
+    ``size`` smallest keys are a weighted sample without replacement
+    (Efraimidis & Spirakis' race). ``kernel`` None gives uniform weights;
+    else ``w_i = |z(x_i) T|^2`` with ``z`` the random features of ``kernel``
+    and ``T`` an upper-triangular ``M0 x M0`` matrix (the ridge leverage
+    scores of the features, see :func:`leverage_transform`).
+    """
+
+    def __init__(self, size: int, seed: int, n_features: int, kernel: object = None, T: np.ndarray | None = None) -> None:
+        self.size = int(size)
+        self.seed = int(seed)
+        self.n_features = int(n_features)
+        self.kernel = kernel
+        self.T = T
+
+    @property
+    def nbytes(self) -> int:
+        return 0 if self.T is None else self.T.nbytes + self.kernel.nbytes
+
+    def __dask_tokenize__(self) -> tuple:
+        from dask.base import tokenize
+
+        return ("dxrf-landmark-race", self.size, self.seed, self.n_features, tokenize(self.kernel, self.T))
+
+
+# rows of random features per step of a leverage race: bounded memory per block
+_RACE_ROWS = 4096
+
+
+def row_weights(X: np.ndarray, cfg: RaceConfig) -> np.ndarray:
+    """The race weight of each row of ``X``: 1, or its approximate ridge leverage score."""
+    n = X.shape[0]
+    if cfg.kernel is None:
+        return np.ones(n)
+    out = np.empty(n)
+    for a in range(0, n, _RACE_ROWS):
+        # row-independent features: a row's score does not depend on its neighbours
+        P = cfg.kernel.rowwise(X[a : a + _RACE_ROWS]).astype(np.float64) @ cfg.T
+        out[a : a + _RACE_ROWS] = np.einsum("ij,ij->i", P, P)
+    return out
+
+
+def _smallest(size: int, keys: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Positions of the ``size`` smallest keys; ties by row index, so no result depends on block order."""
+    return np.lexsort((rows, keys))[:size]
+
+
+def _keep(size: int, keys: np.ndarray, rows: np.ndarray, values: np.ndarray, weights: np.ndarray) -> tuple:
+    """A partial of the race: its ``size`` smallest keys with their rows (the size travels with it)."""
+    order = _smallest(size, keys, rows)
+    return size, keys[order], rows[order], values[order], weights[order]
+
+
+def _race_block(X: np.ndarray, columns: tuple, rows: Rows, cfg: RaceConfig, running: object) -> tuple:
+    X = to_host(check_block(X, cfg.n_features, rows.start))  # device blocks: the race runs on the host
+    w = row_weights(X, cfg)
+    u = row_uniforms(rows.start, rows.stop, cfg.seed)
+    with np.errstate(divide="ignore"):
+        keys = -np.log(u) / w  # u = 0 or w = 0: an infinite key, never drawn before a finite one
+    keys = np.where(np.isnan(keys), np.inf, keys)
+    idx = np.arange(rows.start, rows.stop, dtype=np.int64)
+    order = _smallest(cfg.size, keys, idx)  # only the kept rows are copied
+    return cfg.size, keys[order], idx[order], X[order].astype(np.float64), w[order]
+
+
+def _race_merge(*parts: tuple) -> tuple:
+    joined = [np.concatenate([p[i] for p in parts]) for i in range(1, 5)]
+    return _keep(parts[0][0], *joined)
+
+
+def _race_finish(partial: tuple, cfg: RaceConfig) -> tuple:
+    _, _, rows, values, weights = partial
+    order = np.argsort(rows)
+    return rows[order], values[order], weights[order]
+
+
+def race_pass(cfg: RaceConfig) -> Pass:
+    """The engine's pass of a landmark race: returns ``(row indices, rows, weights)`` sorted by row index."""
+    return Pass(block=_race_block, merge=_race_merge, finish=_race_finish, partial_bytes=cfg.size * (cfg.n_features + 3) * 8)
+
+
+def leverage_transform(gram: np.ndarray, n: int, lam: float) -> np.ndarray:
+    """``T`` with ``|z T|^2 = z (Z^T Z + n lam I)^{-1} z^T``: the inverse transposed Cholesky factor.
+
+    ``gram`` is ``Z^T Z`` summed over ``n`` rows; ``lam`` is the normalised
+    penalty of DESIGN.md (``Q = G (G + lam I)^{-1}`` with ``G = Z^T Z / n``).
+    """
+    from scipy.linalg import cholesky, solve_triangular
+
+    A = np.array(gram, dtype=np.float64)
+    A[np.diag_indices_from(A)] += n * lam
+    C = cholesky(A, lower=True, check_finite=False)
+    return solve_triangular(C, np.eye(A.shape[0]), lower=True, check_finite=False).T

@@ -1,0 +1,230 @@
+"""Nyström features: ``z(x) = k(x, L) K_LL^{-1/2}`` for landmarks ``L`` drawn from the data, out of core."""
+
+from __future__ import annotations
+
+import dask.array as da
+import numpy as np
+from sklearn.utils.validation import check_is_fitted
+
+from .._memory import check_allocation
+from .._validation import (
+    ParameterTypeError,
+    check_choice,
+    check_float_dtype,
+    check_positive_float,
+    check_positive_int,
+    is_dask,
+    make_rng,
+)
+from ..engine import run_pass
+from . import exact
+from .kernel import FeatureKernel
+from .landmarks import LANDMARK_KERNELS, RaceConfig, inverse_sqrt, leverage_transform, race_pass
+from .maps import KernelTransformer, RandomFourierFeatures, _resolve_bandwidth, check_bandwidth
+
+__all__ = ["NystroemFeatures", "LANDMARK_METHODS"]
+
+LANDMARK_METHODS = ("uniform", "leverage")
+_EXACT = {"gaussian": exact.gaussian_kernel, "laplacian": exact.laplacian_kernel, "cauchy": exact.cauchy_kernel}
+
+
+class NystroemFeatures(KernelTransformer):
+    """Nyström features of a shift-invariant kernel, with landmarks drawn out of core.
+
+    ``z(x) = k(x, L) K_LL^{-1/2}`` for ``M`` landmark rows ``L``, so that
+    ``z(x)^T z(x') = k(x, L) K_LL^{+} k(L, x')`` approximates ``k(x, x')``
+    (Williams & Seeger). ``K_LL^{-1/2}`` is the symmetric inverse square root
+    from one eigendecomposition, with eigenvalues below
+    ``max(1e-12, M eps lambda_max)`` raised to that floor (scikit-learn floors
+    at 1e-12; ``eps`` of the feature dtype keeps float32 rounding from being
+    amplified).
+
+    In a learner's statistics pass the workers accumulate the statistics of
+    ``k(X_b, L)`` and the whitening is applied to the small ``M x M`` results
+    (``W^T C W``), not to every block; ``transform`` and ``predict`` apply it
+    per block.
+
+    Passes over X made by ``fit`` (``n_passes_``): ``landmarks="uniform"``
+    one (the sampled rows are gathered by an engine pass: each row's hashed
+    key, the ``M`` smallest kept, so only ``M`` rows reach the client);
+    ``"leverage"`` two: (1) the Gram ``Z^T Z`` of ``leverage_components``
+    random Fourier features of the same kernel, (2) each row's approximate
+    ridge leverage score ``l_i = z_i^T (Z^T Z + N lam I)^{-1} z_i`` and an
+    exponential race (key ``-log(u_i) / l_i``, ``u_i`` a hash of the row
+    index) that keeps the ``M`` rows of smallest key: a sample without
+    replacement with probabilities proportional to ``l_i`` (Alaoui &
+    Mahoney 2015; Rudi, Calandriello, Carratino & Rosasco 2018). An array of
+    landmarks takes no pass; ``bandwidth="median"`` one more.
+
+    Parameters
+    ----------
+    n_components : int, optional
+        Number of landmarks ``M`` (default 100); with an array of landmarks,
+        None or its number of rows.
+    kernel : {"gaussian", "laplacian", "cauchy"}, default="gaussian"
+        ``exp(-|x-x'|^2 / 2 sigma^2)``, ``exp(-|x-x'|_1 / sigma)`` or
+        ``prod_j 1 / (1 + (x_j - x'_j)^2 / sigma^2)``.
+    bandwidth : float or "median", default=1.0
+        ``sigma``; ``"median"`` as for :class:`RandomFourierFeatures`.
+    landmarks : {"uniform", "leverage"} or array of shape (M, n_features), default="uniform"
+    leverage_lam : float, default=1e-3
+        ``lam`` of the leverage scores, in DESIGN.md's normalised convention.
+    leverage_components : int, default=1000
+        Random Fourier features ``M0`` of the leverage scores' first pass.
+    dtype : {"float32", "float64"}, default="float64"
+        Arithmetic of the kernel values. float32 halves the pass's time but
+        its rounding, amplified by ``K_LL^{-1/2}`` along small eigenvalues,
+        costs accuracy at small ridge penalties (DESIGN.md).
+    random_state : int, RandomState, Generator or None
+    median_samples : int, default=1000
+
+    Attributes
+    ----------
+    kernel_ : FeatureKernel
+        Landmarks (as ``W``, one per column), bandwidth and whitening.
+    bandwidth_ : float
+    landmark_indices_ : ndarray of shape (M,) or None
+        Global row indices of the sampled landmarks (None for given ones).
+    n_passes_ : int
+    n_features_in_ : int
+
+    References
+    ----------
+    .. [1] C. Williams and M. Seeger, "Using the Nyström method to speed up
+       kernel machines", NeurIPS 2001.
+    .. [2] A. Alaoui and M. W. Mahoney, "Fast randomized kernel ridge
+       regression with statistical guarantees", NeurIPS 2015.
+    .. [3] A. Rudi, D. Calandriello, L. Carratino and L. Rosasco, "On fast
+       leverage score sampling and optimal learning", NeurIPS 2018.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dxrf import NystroemFeatures
+    >>> X = np.random.default_rng(0).normal(size=(50, 3))
+    >>> NystroemFeatures(20, random_state=0).fit_transform(X).shape
+    (50, 20)
+    """
+
+    def __init__(
+        self,
+        n_components: int | None = None,
+        *,
+        kernel: str = "gaussian",
+        bandwidth: float | str = 1.0,
+        landmarks: object = "uniform",
+        leverage_lam: float = 1e-3,
+        leverage_components: int = 1000,
+        dtype: str = "float64",
+        random_state: object = None,
+        median_samples: int = 1000,
+    ) -> None:
+        self.n_components = n_components
+        self.kernel = kernel
+        self.bandwidth = bandwidth
+        self.landmarks = landmarks
+        self.leverage_lam = leverage_lam
+        self.leverage_components = leverage_components
+        self.dtype = dtype
+        self.random_state = random_state
+        self.median_samples = median_samples
+
+    def _check_params(self) -> None:
+        check_positive_int(self.n_components, "n_components", allow_none=True)
+        check_choice(self.kernel, "kernel", LANDMARK_KERNELS)
+        check_float_dtype(self.dtype)
+        check_positive_float(self.leverage_lam, "leverage_lam")
+        check_positive_int(self.leverage_components, "leverage_components")
+        check_positive_int(self.median_samples, "median_samples")
+        check_bandwidth(self.bandwidth)
+        if isinstance(self.landmarks, str):
+            check_choice(self.landmarks, "landmarks", LANDMARK_METHODS)
+        elif not hasattr(self.landmarks, "shape") and not isinstance(self.landmarks, (list, tuple)):
+            raise ParameterTypeError(
+                f"landmarks must be 'uniform', 'leverage' or an array of rows, got {type(self.landmarks).__name__}"
+            )
+
+    def _given_landmarks(self, d: int) -> np.ndarray:
+        L = np.asarray(self.landmarks.compute() if is_dask(self.landmarks) else self.landmarks)
+        if L.ndim != 2 or L.shape[1] != d or L.shape[0] == 0:
+            raise ValueError(f"landmarks has shape {L.shape}; expected (M, {d}) rows of X's {d} columns")
+        if not (np.issubdtype(L.dtype, np.number) and np.isfinite(L).all()):
+            raise ValueError("landmarks must be finite numbers")
+        m = self.n_components
+        if m is not None and m != L.shape[0]:
+            raise ValueError(f"n_components={m} but landmarks has {L.shape[0]} rows; give n_components=None")
+        return L.astype(np.float64)
+
+    def fit(self, X: np.ndarray | da.Array, y: object = None) -> NystroemFeatures:
+        """Choose the landmarks and compute the whitening.
+
+        Parameters
+        ----------
+        X : array-like or dask array of shape (n_samples, n_features)
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        self._check_params()
+        X = self._validate_X(X, reset=True)
+        n, d = int(X.shape[0]), int(X.shape[1])
+        dtype = check_float_dtype(self.dtype)
+        given = not isinstance(self.landmarks, str)
+        m = None if given else (100 if self.n_components is None else int(self.n_components))
+        if m is not None and m > n:
+            raise ValueError(f"n_components={m} landmarks but X has n_samples={n}: use at most {n} landmarks")
+        if m is not None:
+            # K_LL, its eigenvectors and the whitening: a few M x M float64 arrays, refused before any pass
+            check_allocation(4 * 8 * m * m, f"n_components={m} landmarks (M x M kernel matrices)",
+                             "use fewer landmarks (n_components)")
+        rng = make_rng(self.random_state)
+        metric = "cityblock" if self.kernel == "laplacian" else "euclidean"
+        self.bandwidth_ = _resolve_bandwidth(self.bandwidth, X, rng, self.median_samples, metric)
+        passes = int(isinstance(self.bandwidth, str))
+        if given:
+            L = self._given_landmarks(d)
+            self.landmark_indices_ = None
+        else:
+            seed = int(rng.integers(2**63))
+            cfg = RaceConfig(m, seed, d)
+            if self.landmarks == "leverage":
+                cfg.kernel, cfg.T = self._leverage_weights(X, rng)
+                passes += 1
+            rows, L, _ = run_pass(race_pass(cfg), X, (), (cfg,))
+            passes += 1
+            self.landmark_indices_ = rows
+        # the landmarks as the features will use them (rounded to the dtype), and their kernel matrix
+        W = np.ascontiguousarray(L.T.astype(dtype))
+        K = _EXACT[self.kernel](W.T, None, self.bandwidth_)
+        whitening = inverse_sqrt(K, dtype)
+        self.kernel_ = FeatureKernel(
+            f"nystroem-{self.kernel}", np.ones(W.shape[1]), d, W=W, bandwidth=self.bandwidth_, whitening=whitening
+        )
+        self._n_features_out = W.shape[1]
+        self.n_passes_ = passes
+        return self
+
+    def _leverage_weights(self, X: np.ndarray | da.Array, rng: np.random.Generator) -> tuple[FeatureKernel, np.ndarray]:
+        """Pass 1 of leverage landmarks: random Fourier features' Gram, and the transform of their scores."""
+        from ..stats import accumulate
+
+        # float32 features: the scores only weight a sample, and N lam I keeps their Gram well conditioned
+        rff = RandomFourierFeatures(
+            self.leverage_components, kernel=self.kernel, bandwidth=self.bandwidth_, dtype="float32",
+            random_state=int(rng.integers(2**63)),
+        ).fit(X[:1])
+        stats = accumulate(X, features=rff.kernel_)
+        return rff.kernel_, leverage_transform(stats.gram, stats.n, float(self.leverage_lam))
+
+    @property
+    def landmarks_(self) -> np.ndarray:
+        """The landmark rows (M x n_features, float64 of the stored values)."""
+        check_is_fitted(self, "kernel_")
+        return self.kernel_.W.T.astype(np.float64)
+
+    def kernel_matrix(self, X: np.ndarray, Y: np.ndarray | None = None) -> np.ndarray:
+        """The exact kernel the features approximate, between rows of X and Y."""
+        check_is_fitted(self, "kernel_")
+        return _EXACT[self.kernel](X, Y, self.bandwidth_)
