@@ -24,6 +24,15 @@ random maxout features (Mroueh, Rennie & Goel) all follow the pattern of
   are computed once per block. Classification needs the same kind of pass
   over the training rows for its validation (and training) 0-1 errors.
 
+Figures 2 and 3 (and ``dxrf bench fig2-grid``) are clients of the public
+model search instead (:func:`search_fit`: :class:`dxrf.RandomFeatureRidgeCV`,
+:class:`dxrf.RandomFeatureClassifierCV`): its one pass and its algebra give
+every configuration's validation (and training) errors, the workflow reads
+its choices per reported cell off ``cv_results_`` (:func:`best_row`), and one
+test pass scores the kept fold models (:func:`test_errors`). The pass and
+model helpers below remain for the workflows whose methods the search does
+not cover (leverage-weighted RFF, maxout maps, few-shot, SGD).
+
 Every pass is recorded in a :class:`PassLog`, which counts the passes that
 touched each (data set, sigma, seed) and prints the totals.
 """
@@ -519,12 +528,6 @@ def choose(fits: Iterable[Fit], group_key: Callable[[Fit], Any] = lambda f: f.ke
     return {k: (f, j) for k, (_, f, j) in best.items()}
 
 
-def prefix(stats, p: int):
-    """Statistics of the first ``p`` candidates as a ``p``-candidate map (factor ``p^{-1/2}``)."""
-    m0 = stats.n_components
-    return stats.subset(np.arange(p), np.full(p, math.sqrt(m0 / p)))
-
-
 def plain_fit(key: tuple, train, valid, m: int, m0: int, alphas, group: Any = 0) -> Fit:
     """Plain random features (RKS): the first ``m`` of ``m0`` candidates, rescaled to an ``m``-feature map."""
     return ridge_fit(key, {}, group, train, valid, np.arange(m), np.full(m, math.sqrt(m0 / m)), alphas)
@@ -632,24 +635,98 @@ def test_mse_pass(data: Data, kernels: dict, fits: Sequence[Fit], keys: Iterable
     regression_errors(fits)
 
 
-def error_passes(data: Data, kernels: dict, fits: Sequence[Fit], keys: Sequence[tuple], log: PassLog, *,
-                 seed: int, n_valid: int, models: str | None = None) -> None:
-    """Classification: every fit's 0-1 errors from two prediction passes scoring all models at once.
+# --------------------------------------------------------------------------- clients of the public model search
 
-    One over the training rows (training and validation errors, split as the
-    statistics were: ``seed``, ``n_valid`` validation rows), one over the test
-    rows. ``models`` names the models in the pass log (default: their count).
+
+def search_fit(data: Data, log: PassLog, *, bandwidths: Sequence[float], seed: int, what: str,
+               split_seed: int | None = None, **params: Any):
+    """The public model search on the training rows, seeded by ``seed``: its passes go to ``log``.
+
+    :class:`dxrf.RandomFeatureRidgeCV` (regression) or
+    :class:`dxrf.RandomFeatureClassifierCV` choosing by validation accuracy
+    (its second pass scores the 0-1 errors of every configuration), with the
+    workflows' protocol: a hashed hold-out of :data:`VALIDATION_FRACTION`
+    (seed ``split_seed``, default ``seed``: the rows the workflows always held
+    out), candidates and draws seeded by ``seed``, ELSS leverage scores from every training input
+    (``N0 = N``), and every configuration's model kept for test passes.
+    ``params`` are the search's grid (``n_components``, ``selections``, ...).
     """
-    groups, layout = model_groups(fits, kernels)
-    models = models or f"{sum(g.coef.shape[0] for g in groups)} models"
-    res = error_pass(data.X, data.labels, groups, fraction=VALIDATION_FRACTION, seed=seed)
-    if res[1][0].n != n_valid:  # the prediction pass must see exactly the statistics' validation rows
-        raise RuntimeError(f"validation rows differ: {res[1][0].n} in the prediction pass, {n_valid} in the statistics")
-    log.add("train", data.name, keys, f"0-1 errors of {models} on training/validation rows")
-    assign_errors(layout, res, ("train", "valid"))
-    res = error_pass(data.X_test, data.labels_test, groups)
-    log.add("test", data.name, keys, f"0-1 errors of {models} on test rows")
-    assign_errors(layout, res, ("test", None))
+    import warnings
+
+    import dxrf
+
+    cls, extra = (dxrf.RandomFeatureRidgeCV, {}) if data.regression else (dxrf.RandomFeatureClassifierCV, {"scoring": "accuracy"})
+    split_seed = seed if split_seed is None else split_seed
+    est = cls(bandwidths=[float(s) for s in bandwidths], cv=VALIDATION_FRACTION, cv_seed=split_seed, random_state=seed,
+              leverage_rows="all", keep_models=True, **extra, **params)
+    with warnings.catch_warnings():
+        # a grid's edge warnings concern the overall best, which the figures do not report
+        warnings.simplefilter("ignore", UserWarning)
+        est.fit(data.X, data.T if data.regression else data.labels)
+    keys = [(s, seed) for s in bandwidths]
+    log.add("train", data.name, keys, what)
+    if not data.regression:
+        log.add("train", data.name, keys, "0-1 errors of every configuration on training/validation rows")
+    if est.n_passes_ != (1 if data.regression else 2):
+        raise RuntimeError(f"the search made {est.n_passes_} passes over the training rows")
+    return est
+
+
+def search_rows(results: dict, **where: Any) -> np.ndarray:
+    """Rows of ``cv_results_`` whose ``bandwidth_value`` / ``param_*`` equal the given values."""
+    keep = np.ones(len(results["params"]), dtype=bool)
+    for key, value in where.items():
+        column = results["bandwidth_value" if key == "bandwidth" else f"param_{key}"]
+        keep &= np.array([c == value for c in column])
+    return np.flatnonzero(keep)
+
+
+def validation_error(results: dict, classification: bool) -> np.ndarray:
+    """Per row: the validation misclassification rate (classification) or MSE (regression); NaN as infinity."""
+    err = 1.0 - results["mean_test_score"] if classification else results["mean_validation_mse"]
+    return np.nan_to_num(np.asarray(err, dtype=np.float64), nan=np.inf)
+
+
+def best_row(results: dict, rows: np.ndarray, classification: bool) -> int:
+    """The validation choice among ``rows``: lowest validation error, ties by MSE, then the first."""
+    mse = np.nan_to_num(np.asarray(results["mean_validation_mse"], dtype=np.float64)[rows], nan=np.inf)
+    order = np.lexsort((mse, validation_error(results, classification)[rows]))  # stable: the first of equals
+    return int(rows[order[0]])
+
+
+def row_params(results: dict, row: int) -> dict:
+    """The selection penalty (``lam`` or ``rho``) and ``alpha`` of a row, as the results record them."""
+    p = results["params"][row]
+    return {k: float(p[k]) for k in ("lam", "rho", "alpha") if k in p}
+
+
+def test_errors(searches: Sequence[tuple[Any, Sequence[int]]], data: Data, log: PassLog, keys: Iterable[tuple],
+                what: str) -> list[dict[int, float]]:
+    """ONE pass over the test rows scoring the kept models of every ``(search, rows of its cv_results_)``.
+
+    The searches' :meth:`~dxrf.RandomFeatureRidgeCV.fold_models` are scored
+    together by :func:`dxrf.scoring.score_models`. Returns, per search,
+    ``{row: test error}``: the MSE (regression, the scaled response) or the
+    misclassification rate.
+    """
+    from dxrf.scoring import score_models
+
+    layout = []
+    for est, rows in searches:
+        if not data.regression and not np.array_equal(est.classes_, np.arange(len(data.classes))):
+            raise RuntimeError(f"the search saw classes {est.classes_} instead of the codes 0..{len(data.classes) - 1}")
+        layout.append(est.fold_models(np.asarray(rows, dtype=np.intp)))
+    y = data.T_test if data.regression else data.labels_test  # class codes for classification
+    scores = iter(score_models(data.X_test, y, [models for groups in layout for _, models in groups]))
+    log.add("test", data.name, keys, what)
+    out = []
+    for groups in layout:
+        errors: dict[int, float] = {}
+        for rows, _ in groups:
+            sc = next(scores)
+            errors.update(zip(rows.tolist(), map(float, sc.mse if data.regression else sc.error)))
+        out.append(errors)
+    return out
 
 
 # --------------------------------------------------------------------------- reporting

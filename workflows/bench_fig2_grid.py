@@ -4,18 +4,19 @@ For one regression data set of ``dxrf reproduce fig2-error-vs-m`` and one seed,
 the whole grid of that figure (bandwidth sigma, then every method, M, lambda
 or rho and ridge alpha) is computed twice on the same zarr data and cluster:
 
-Grid (the workflow itself: :func:`workflows.fig2_error_vs_m.select_sigma` and
-:func:`~workflows.fig2_error_vs_m.seed_fits`)
-    one pass over the training rows per bandwidth accumulates the statistics
-    of ``M0 = 10 max(M)`` candidates for training and validation rows; every
-    ``M0 = 10 M`` is a prefix of those candidates, so each model is a
-    sub-block of the statistics; one pass over the test rows gives the exact
-    test MSE of every model. Per (sigma, seed): 1 pass over training rows and
-    1 over test rows.
+Grid (the workflow itself, a client of the public :class:`dxrf.RandomFeatureRidgeCV`:
+:func:`workflows.fig2_error_vs_m.seed_search`)
+    ONE pass over the training rows accumulates the statistics of ``M0 = 10
+    max(M)`` candidates of every bandwidth for training and validation rows;
+    every ``M0 = 10 M`` is a prefix of those candidates (``candidate_ratio``),
+    so each model is a sub-block of the statistics; the bandwidth is the
+    workflow's choice (RKS at the largest M); ONE pass over the test rows
+    scores every model of that bandwidth, kept by the search
+    (``fold_models``). In all: 1 pass over training rows and 1 over test rows.
 
 Naive loop (what a user without the one-pass design writes)
-    a separate fit with the public estimators for every cell (method, M,
-    lambda | rho), each making its own passes:
+    a separate fit with the public single-model estimators for every cell
+    (method, M, lambda | rho), each making its own passes:
 
     - selection: ``LeverageScoreSampler(...).fit(X)`` (ELSS: the Gram over all
       training inputs, ``N0 = N``, as the workflow), or
@@ -36,15 +37,16 @@ Naive loop (what a user without the one-pass design writes)
 
 Both sides use the same candidates and random draws, so they compute the same
 models: the candidate map of a cell is the first ``10 M`` columns of the
-workflow's ``M0`` candidates (:class:`FixedFeatures`, a feature map with given
-parameters), and the selectors draw from the workflow's generator
-``np.random.default_rng([seed, M])`` in the workflow's order. Their errors
-differ only by floating-point rounding: the per-tile Grams are float32 sums
-over differently sized column blocks (the workflow's 3200 candidates against
-a cell's own features), the ridge solve is a Cholesky factorisation in the
-naive loop and an eigendecomposition in the workflow, and near-ties of
-leverage scores or validation errors may then pick different features or
-alphas (counted in the output).
+search's ``M0`` candidates (:class:`FixedFeatures`, a feature map with given
+parameters), and the selectors are seeded as the search seeds its selections
+(``random_state=seed``). Their errors differ only by floating-point rounding:
+the per-tile Grams are float32 sums over differently sized column blocks (the
+search's 3200 candidates against a cell's own features), the ridge solve is a
+Cholesky factorisation in the naive loop and an eigendecomposition in the
+search, leverage scores come from a Cholesky factorisation in the selector and
+from the spectrum in the search, and near-ties of leverage scores or
+validation errors may then pick different features or alphas (counted in the
+output).
 
 Passes are counted twice on each side: by the estimators' ``n_passes_`` plus
 one per test prediction (naive) or the workflow's pass log (grid), and by
@@ -68,6 +70,9 @@ NAME = "bench-fig2-grid"
 
 REGRESSION_SETS = ("protein", "keggundirected")
 """The regression sets of the fig2 workflow (protein is the smaller)."""
+
+NAIVE_ORDER = ("RKS", "ELSS-1", "ELSS-2", "EERF", "LKRF")
+"""The order of the methods in the naive loop (and of the cells compared)."""
 
 _GRID_KEYS = ("n_rows", "m", "sigma_factors", "lams", "alphas", "rhos", "chunk_rows")
 
@@ -198,20 +203,49 @@ def read_passes(reads: dict[str, int], data: Any) -> dict[str, float]:
 # --------------------------------------------------------------------------- the two sides
 
 
-def grid_side(data: Any, sigmas: list[float], args: argparse.Namespace) -> dict:
-    """The workflow's grid for one (data set, seed): bandwidth choice, then every fit.
+@dataclasses.dataclass
+class GridCell:
+    """One cell of the search at the chosen sigma: its selection and every alpha's errors."""
 
-    Returns the chosen ``sigma``, each bandwidth's RKS validation MSE
-    (``scores``), the workflow's fits (``fits``, every alpha's errors) and its
-    pass log summary (``passes``).
+    method: str
+    m: int
+    params: dict
+    selected: np.ndarray
+    alphas: np.ndarray
+    valid_mse: np.ndarray
+    test_mse: np.ndarray
+
+
+def grid_side(data: Any, sigmas: list[float], args: argparse.Namespace) -> dict:
+    """The fig2 workflow's search for one (data set, seed): one public search, then one test pass.
+
+    :func:`workflows.fig2_error_vs_m.seed_search` searches every bandwidth
+    from one pass; the bandwidth is the workflow's choice; ONE pass over the
+    test rows scores every model of the chosen bandwidth (kept by the
+    search). Returns the chosen ``sigma``, each bandwidth's RKS validation
+    MSE (``scores``), the cells (:class:`GridCell`, in the naive loop's order)
+    and the pass log summary (``passes``).
     """
     from . import fig2_error_vs_m as fig2
-    from ._paper import PassLog
+    from ._paper import PassLog, test_errors
 
     log = PassLog()
-    sigma, kernel, train, valid, scores = fig2.select_sigma(data, sigmas, args.seed, args, log)
-    fits = fig2.seed_fits(data, kernel, train, valid, sigma, args.seed, args, log)
-    return {"sigma": sigma, "scores": [s["rks_valid_mse"] for s in scores], "fits": fits, "passes": log.summary()}
+    est = fig2.seed_search(data, sigmas, args.seed, args, log)
+    scores = [s["rks_valid_mse"] for s in fig2.sigma_scores(est, sigmas, args)]
+    sigma = sigmas[int(np.argmin(scores))]
+    rows = fig2.cell_rows(est, sigma, args)
+    (test,) = test_errors([(est, np.concatenate(list(rows.values())))], data, log, [(sigma, args.seed)],
+                          "test MSE of every model of the chosen bandwidth")
+    r = est.cv_results_
+    cells = []
+    for m in args.m:
+        for method in NAIVE_ORDER:
+            for (k, mm, params), rr in rows.items():
+                if (k, mm) == (method, m):
+                    cells.append(GridCell(method, m, dict(params), est.fold_selection(int(rr[0]))[0],
+                                          np.asarray(r["param_alpha"][rr]), np.asarray(r["mean_validation_mse"][rr]),
+                                          np.array([test[int(i)] for i in rr])))
+    return {"sigma": sigma, "scores": scores, "cells": cells, "passes": log.summary()}
 
 
 @dataclasses.dataclass
@@ -291,18 +325,17 @@ def naive_side(data: Any, sigmas: list[float], args: argparse.Namespace) -> dict
     for m in args.m:
         p = 10 * m
         base = FixedFeatures(candidates)  # the selectors set n_components = p: the first p candidates
-        rng = np.random.default_rng([seed, m])  # the workflow's draws, consumed in its order
         cell("RKS", m, {}, FixedFeatures(candidates, m))
         for method, how in (("ELSS-1", "sample"), ("ELSS-2", "top")):
-            for lam in args.lams:
+            for lam in sorted(args.lams):
                 sel = dxrf.LeverageScoreSampler(m, n_candidates=p, lam=lam, method=how, base=base,
-                                                random_state=rng).fit(data.X)
+                                                random_state=seed).fit(data.X)
                 cell(method, m, {"lam": float(lam)}, FixedFeatures(sel.kernel_), sel)
         sel = dxrf.EnergyScoreSelector(m, n_candidates=p, task="regression", base=base).fit(*fit_rows)
         cell("EERF", m, {}, FixedFeatures(sel.kernel_), sel)
-        for rho in args.rhos:
+        for rho in sorted(args.rhos):
             sel = dxrf.KernelAlignmentSelector(m, n_candidates=p, rho=rho, method="sample", task="regression",
-                                               base=base, random_state=rng).fit(*fit_rows)
+                                               base=base, random_state=seed).fit(*fit_rows)
             cell("LKRF", m, {"rho": float(rho)}, FixedFeatures(sel.kernel_), sel)
         say(f"   naive loop: M = {m} done, {len(cells)} cells, {passes['train']} + {passes['test']} passes "
             f"({time.perf_counter() - t0:.1f} s)")
@@ -320,42 +353,44 @@ def _rel(a: Any, b: Any) -> np.ndarray:
 def compare(grid: dict, naive: dict, methods: tuple[str, ...]) -> dict:
     """Per-cell and per-(method, M) agreement of the two sides.
 
-    The naive test MSE is compared with the workflow's test MSE of the same
+    The naive test MSE is compared with the search's test MSE of the same
     model: the same cell at the naive loop's chosen alpha. Per (method, M),
     the figure's value (the cell and alpha with the lowest validation MSE)
     is compared as each side chose it.
     """
-    from ._paper import choose
-
-    fits, cells = grid["fits"], naive["cells"]
-    if [(f.key, f.params) for f in fits] != [((c.method, c.m), c.params) for c in cells]:
-        raise RuntimeError("the naive loop's cells are not the workflow's fits")
+    fits, cells = grid["cells"], naive["cells"]
+    if [(f.method, f.m, f.params) for f in fits] != [(c.method, c.m, c.params) for c in cells]:
+        raise RuntimeError("the naive loop's cells are not the search's")
     rows = []
     for f, c in zip(fits, cells):
-        j = int(np.argmin(f.mse["valid"]))
+        j = int(np.argmin(np.nan_to_num(f.valid_mse, nan=np.inf)))
         jn = int(np.flatnonzero(np.isclose(f.alphas, c.alpha, rtol=1e-12, atol=0.0))[0])
         rows.append({
             "method": c.method, "m": c.m, "params": c.params,
             # the same features in any order are the same model
-            "same_selection": bool(np.array_equal(np.sort(f.idx), np.sort(c.selected))),
+            "same_selection": bool(np.array_equal(np.sort(f.selected), np.sort(c.selected))),
             "alpha": {"grid": float(f.alphas[j]), "naive": c.alpha},
-            "valid_mse": {"grid": f.mse["valid"].tolist(), "naive": c.valid_mse.tolist()},
-            "test_mse": {"grid": float(f.err["test"][jn]), "naive": c.test_mse},
-            "test_mse_grid_choice": float(f.err["test"][j]),
-            "rel_valid": float(_rel(f.mse["valid"], c.valid_mse).max()),
-            "rel_test": float(_rel(f.err["test"][jn], c.test_mse)),
+            "valid_mse": {"grid": f.valid_mse.tolist(), "naive": c.valid_mse.tolist()},
+            "test_mse": {"grid": float(f.test_mse[jn]), "naive": c.test_mse},
+            "test_mse_grid_choice": float(f.test_mse[j]),
+            "rel_valid": float(_rel(f.valid_mse, c.valid_mse).max()),
+            "rel_test": float(_rel(f.test_mse[jn], c.test_mse)),
             "passes": {"train": c.train_passes, "test": c.test_passes},
         })
-    best_grid = choose(fits)
     figure: dict[str, dict[str, dict[str, float]]] = {}
-    for (method, m), (f, j) in best_grid.items():
-        group = [(r, c) for r, c in zip(rows, cells) if (c.method, c.m) == (method, m)]
-        r_best, _ = min(group, key=lambda rc: float(np.min(rc[1].valid_mse)))
-        figure.setdefault(method, {})[str(m)] = {"grid": float(f.err["test"][j]), "naive": r_best["test_mse"]["naive"]}
+    for method in methods:
+        for m in sorted({c.m for c in cells}):
+            group = [(f, r, c) for f, r, c in zip(fits, rows, cells) if (c.method, c.m) == (method, m)]
+            if not group:
+                continue
+            f_best, _, _ = min(group, key=lambda g: float(np.nanmin(g[0].valid_mse)))  # the first of equals
+            _, r_best, _ = min(group, key=lambda g: float(np.min(g[2].valid_mse)))
+            grid_value = float(f_best.test_mse[int(np.nanargmin(f_best.valid_mse))])
+            figure.setdefault(method, {})[str(m)] = {"grid": grid_value, "naive": r_best["test_mse"]["naive"]}
     fig_rel = max(float(_rel(v["grid"], v["naive"])) for d in figure.values() for v in d.values())
     return {
         "cells": rows,
-        "figure": {k: figure[k] for k in methods if k in figure},
+        "figure": figure,
         "max_rel_valid": max(r["rel_valid"] for r in rows),
         "max_rel_test": max(r["rel_test"] for r in rows),
         "max_rel_figure": fig_rel,
@@ -374,7 +409,8 @@ def _resolve(args: argparse.Namespace) -> None:
     from ._paper import resolve_options
 
     resolve_options(args, {k: fig2.FULL[k] for k in _GRID_KEYS}, QUICK_GRID)
-    args.m = sorted(args.m)
+    for key in ("m", "lams", "alphas", "rhos"):  # the search's order of each axis
+        setattr(args, key, sorted(set(getattr(args, key))))
 
 
 def run(args: argparse.Namespace) -> dict:

@@ -12,24 +12,29 @@ lambda, the LKRF rho and the ridge alpha chosen on a validation split (20 % of
 the training rows); 10 seeds; mean +- std of the test error (MSE on the
 scaled response, or misclassification rate).
 
-Passes, per (data set, sigma, seed): ONE pass over the training rows
-accumulates the statistics of ``10 * max(M) = 3200`` candidates for training
-and validation rows; each smaller ``M0 = 10 M`` is a prefix of those
-candidates, whose statistics are a sub-block. Every (method, M, lambda, rho,
-alpha) is then small dense algebra. Regression: ONE pass over the test rows
-accumulates their statistics, which give the exact test MSE of every model.
-Classification: one prediction pass over the training rows scores the 0-1
-error of EVERY candidate model on the validation rows (and the training
-rows), and one over the test rows does the same for the test error - all
-models stacked in one matrix on the candidate features. So at most 2 passes
-over training data and 1 over test data per (data set, sigma, seed).
+The grid is a client of the public model search (:class:`dxrf.RandomFeatureRidgeCV`,
+:class:`dxrf.RandomFeatureClassifierCV`, see :func:`seed_search`). Passes, per
+(data set, sigma, seed): ONE pass over the training rows accumulates the
+statistics of ``10 * max(M) = 3200`` candidates of every bandwidth searched,
+for training and validation rows; each smaller ``M0 = 10 M`` is a prefix of
+those candidates (``candidate_ratio=10``), whose statistics are a sub-block.
+Every (method, M, lambda, rho, alpha) is then small dense algebra in the
+search. Classification: the search's second pass over the training rows
+scores the validation 0-1 error of EVERY configuration (``scoring="accuracy"``).
+Then ONE pass over the test rows scores the models chosen per (method, M)
+(kept by the search, ``score_configurations``). So at most 2 passes over
+training data and 1 over test data per (data set, sigma, seed).
 
 The bandwidth: a log grid of multiples of the median pairwise distance. It is
 chosen per data set on seed 0 (the first split) by the validation error of
 RKS at the largest M (the plain kernel approximation: the kernel is a
-hyperparameter shared by all methods), from the statistics of each sigma's
-training pass (for classification the validation squared error of the +-1
-least-squares fit). The other seeds use the chosen sigma only.
+hyperparameter shared by all methods), from the one search of seed 0 over
+every bandwidth (for classification the validation squared error of the +-1
+least-squares fit). The other seeds search the chosen sigma only.
+
+The draws: the candidates of seed ``s`` are ``RandomFourierFeatures(M0,
+random_state=s)``; ELSS Algorithm 1 and LKRF draw as their selectors with
+``random_state=s`` do (each M its own generator).
 """
 
 from __future__ import annotations
@@ -80,93 +85,84 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_common_arguments(parser, NAME)
 
 
-def method_fits(train, valid, ms, m0, lams, rhos, alphas, seed, regression, spectra):
-    """Every (method, M, parameter) of the figure as ridge paths on sub-blocks of the statistics."""
-    from dxrf.selection import gram_spectrum, select_features
-
-    from ._paper import plain_fit, prefix, ridge_fit
-
-    fits = []
-    for m in ms:
-        p = 10 * m
-        up = math.sqrt(m0 / p)  # a prefix candidate's scale relative to the full candidate map
-        tr_p = prefix(train, p)
-        if p not in spectra:
-            spectra[p] = gram_spectrum(prefix(train + valid, p))  # N0 = N: all training inputs
-        spec = spectra[p]
-        rng = np.random.default_rng([seed, m])
-        fits.append(plain_fit(("RKS", m), train, valid, m, m0, alphas))
-        for name, how in (("ELSS-1", "sample"), ("ELSS-2", "top")):
-            for lam in lams:
-                sel = select_features(spec, m, criterion="leverage", method=how, lam=lam, random_state=rng)
-                fits.append(ridge_fit((name, m), {"lam": float(lam)}, 0, train, valid, sel.selected, sel.scales * up, alphas))
-        sel = select_features(tr_p, m, criterion="energy", method="top", standardize=regression)
-        fits.append(ridge_fit(("EERF", m), {}, 0, train, valid, sel.selected, sel.scales * up, alphas))
-        for rho in rhos:
-            sel = select_features(tr_p, m, criterion="alignment", method="sample", rho=rho, standardize=regression,
-                                  random_state=rng)
-            fits.append(ridge_fit(("LKRF", m), {"rho": float(rho)}, 0, train, valid, sel.selected, sel.scales * up, alphas))
-    return fits
+SELECTIONS = {"RKS": "none", "LKRF": "lkrf", "EERF": "eerf", "ELSS-1": "elss-sample", "ELSS-2": "elss-top"}
+"""Each method's selection in the public model search."""
 
 
-def select_sigma(data, grid, seed: int, args, log):
-    """The bandwidth of ``grid`` whose RKS fit at the largest M has the lowest validation MSE.
+def seed_search(data, bandwidths, seed: int, args, log):
+    """The public search of one seed: every (bandwidth, method, M, lambda | rho, alpha) from one pass.
 
-    One candidate pass of ``10 * max(M)`` candidates per bandwidth
-    (:func:`workflows._paper.select_sigma`). Returns ``(sigma, kernel, train,
-    valid, scores)``: the chosen bandwidth with its candidate kernel and
-    statistics, and ``{"sigma", "rks_valid_mse"}`` per bandwidth.
+    :func:`workflows._paper.search_fit` with the figure's protocol:
+    ``M0 = 10 M`` candidates for each M (a prefix of ``10 max(M)``
+    candidates, ``candidate_ratio=10``), validation on 20 % of the training
+    rows (hashed with ``seed``), ELSS with ``N0 = N``, and the bandwidth as a
+    kernel parameter shared by every method: the selections are searched only
+    at the bandwidth where RKS at the largest M validates best
+    (``bandwidth_choice="plain"``: the figure's choice of sigma, from the same pass).
     """
-    from . import _paper
+    from ._paper import search_fit
 
-    m = max(args.m)
-    sigma, kernel, train, valid, scores = _paper.select_sigma(data, grid, seed, log, m=m, m0=10 * m, alphas=args.alphas)
-    return sigma, kernel, train, valid, sigma_scores(grid, scores)
-
-
-def sigma_scores(grid, scores) -> list[dict]:
-    """The bandwidths' validation MSEs as the results record them."""
-    return [{"sigma": sigma, "rks_valid_mse": v} for sigma, v in zip(grid, scores)]
+    m0 = 10 * max(args.m)
+    return search_fit(data, log, bandwidths=bandwidths, seed=seed, n_components=args.m,
+                      selections=list(SELECTIONS.values()), lams=args.lams, rhos=args.rhos, alphas=args.alphas,
+                      n_candidates=m0, candidate_ratio=10, bandwidth_choice="plain",
+                      what=f"candidate statistics of {len(bandwidths)} bandwidth(s) (train + validation)")
 
 
-def seed_fits(data, kernel, train, valid, sigma, seed, args, log) -> list:
-    """Every (method, M, parameter) of one seed with its whole ridge path and its errors.
+def sigma_scores(est, grid, args) -> list[dict]:
+    """Each bandwidth's validation MSE of RKS at the largest M (lowest over alpha), as the results record it."""
+    from ._paper import search_rows
 
-    Each :class:`~workflows._paper.Fit` holds, per alpha, the training,
-    validation and test errors: from the candidate statistics and ONE pass
-    over the test rows (regression), or from prediction passes scoring all
-    models at once (classification: one over the training rows, one over the
-    test rows).
-    """
-    from ._paper import error_passes, test_mse_pass
-
-    m0 = kernel.n_components
-    fits = method_fits(train, valid, args.m, m0, args.lams, args.rhos, args.alphas, seed, data.regression, {})
-    if data.regression:
-        test_mse_pass(data, {0: kernel}, fits, [(sigma, seed)], log)
-    else:
-        error_passes(data, {0: kernel}, fits, [(sigma, seed)], log, seed=seed, n_valid=valid.n)
-    return fits
+    r = est.cv_results_
+    mse = np.nan_to_num(np.asarray(r["mean_validation_mse"], dtype=np.float64), nan=np.inf)
+    return [{"sigma": s, "rks_valid_mse": float(mse[search_rows(r, bandwidth=s, selection="none", n_components=max(args.m))].min())}
+            for s in grid]
 
 
-def evaluate_seed(data, kernel, train, valid, sigma, seed, args, log):
-    """Test errors of every method and M for one seed, choices made on validation."""
-    from ._paper import choose
+def cell_rows(est, sigma: float, args) -> dict:
+    """Rows of ``cv_results_`` per cell ``(method, M, lam | rho)`` at bandwidth ``sigma``: one per alpha."""
+    from ._paper import search_rows
 
-    best = choose(seed_fits(data, kernel, train, valid, sigma, seed, args, log))
+    r = est.cv_results_
     out = {}
-    for (method, m), (f, j) in best.items():
-        out[(method, m)] = {
-            "test": float(f.err["test"][j]),
-            "valid": float(f.err["valid"][j]),
-            "params": {**f.params, "alpha": float(f.alphas[j])},
-        }
+    for method, selection in SELECTIONS.items():
+        penalties = {"elss-sample": "lam", "elss-top": "lam", "lkrf": "rho"}.get(selection)
+        values = [None] if penalties is None else (args.lams if penalties == "lam" else args.rhos)
+        for m in args.m:
+            for v in values:
+                where = {"bandwidth": sigma, "selection": selection, "n_components": m}
+                if penalties is not None:
+                    where[penalties] = float(v)
+                params = {} if penalties is None else {penalties: float(v)}
+                out[(method, m, tuple(params.items()))] = search_rows(r, **where)
     return out
+
+
+def evaluate_seed(data, est, sigma: float, seed: int, args, log):
+    """Test errors of every method and M for one seed, choices made on validation.
+
+    The choice per (method, M) among its penalties and alphas is made on
+    the validation rows (:func:`workflows._paper.best_row`); ONE pass over
+    the test rows then scores the chosen models (kept by the search).
+    """
+    from ._paper import best_row, row_params, test_errors, validation_error
+
+    r = est.cv_results_
+    classification = not data.regression
+    valid = validation_error(r, classification)
+    cells = cell_rows(est, sigma, args)
+    chosen = {}
+    for method in SELECTIONS:
+        for m in args.m:
+            rows = np.concatenate([v for (k, mm, _), v in cells.items() if (k, mm) == (method, m)])
+            chosen[(method, m)] = best_row(r, rows, classification)
+    (test,) = test_errors([(est, list(chosen.values()))], data, log, [(sigma, seed)], "errors of the chosen models on test rows")
+    return {key: {"test": test[row], "valid": float(valid[row]), "params": row_params(r, row)} for key, row in chosen.items()}
 
 
 def run(args: argparse.Namespace) -> dict:
     from ._common import table
-    from ._paper import Experiment, dataset_label, dataset_panels, fmt_ms, mean_std, say, seed_candidates
+    from ._paper import Experiment, dataset_label, dataset_panels, fmt_ms, headline, mean_std, say
 
     with Experiment(args, FULL, QUICK, "fig2") as exp:
         m0 = 10 * max(args.m)
@@ -176,15 +172,25 @@ def run(args: argparse.Namespace) -> dict:
         for name in args.datasets:
             per_seed = []
             info = {}
-            for c in seed_candidates(exp, name, m0, m=max(args.m)):
-                data = c.data
+            sigma = math.nan
+            for seed in range(args.seeds):
+                data = exp.load(name, rep=seed)
                 error_kind = "test MSE (scaled response)" if data.regression else "test misclassification rate"
-                if c.scores is not None:
-                    info["sigma_validation"] = sigma_scores(c.grid, c.scores)
-                    info["sigma"] = c.sigma
-                    say(f"   chosen sigma = {c.sigma:.3g}")
-                per_seed.append(evaluate_seed(data, c.kernel, c.train, c.valid, c.sigma, c.seed, args, exp.log))
-                say(f"   seed {c.seed}: " + ", ".join(f"{k} {per_seed[-1][(k, max(args.m))]['test']:.4f}" for k in METHODS)
+                if seed == 0:
+                    grid = [f * data.sigma_median for f in args.sigma_factors]
+                    headline(data, f"M0 = 10 M (prefixes of {m0}); sigma grid {[round(s, 3) for s in grid]} in one pass")
+                    est = seed_search(data, grid, seed, args, exp.log)
+                    scores = sigma_scores(est, grid, args)
+                    for sc in scores:
+                        say(f"   sigma = {sc['sigma']:.3g}: validation MSE of RKS at M = {max(args.m)}: {sc['rks_valid_mse']:.4g}")
+                    sigma = grid[int(np.argmin([sc["rks_valid_mse"] for sc in scores]))]
+                    info["sigma_validation"] = scores
+                    info["sigma"] = sigma
+                    say(f"   chosen sigma = {sigma:.3g}")
+                else:
+                    est = seed_search(data, [sigma], seed, args, exp.log)
+                per_seed.append(evaluate_seed(data, est, sigma, seed, args, exp.log))
+                say(f"   seed {seed}: " + ", ".join(f"{k} {per_seed[-1][(k, max(args.m))]['test']:.4f}" for k in METHODS)
                     + f"  (M = {max(args.m)}; {exp.log.seconds():.0f} s)")
             errs = {k: {m: [s[(k, m)]["test"] for s in per_seed] for m in args.m} for k in METHODS}
             chosen = {k: {m: [s[(k, m)]["params"] for s in per_seed] for m in args.m} for k in METHODS}

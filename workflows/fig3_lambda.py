@@ -8,16 +8,18 @@ mean +- std of the training and the test error for ELSS Algorithm 1
 reference line. Data sets as in figure 2 (protein and keggundirected are
 SUBSTITUTES for Online News Popularity and YearPredictionMSD).
 
-Passes, per data set: ONE pass over the training rows accumulates the
-statistics of every repetition's candidates for every sigma of the grid
-(``len(sigmas) x reps`` small candidate maps share the pass: each task
-computes each map's block statistics in turn). sigma is chosen on validation
-(mean over repetitions of RKS's validation error at M). Regression: ONE pass
-over the test rows gives the statistics of all repetitions at the chosen
-sigma, hence every model's exact test MSE; classification: one prediction
-pass over the training rows (training and validation 0-1 errors of every
-model) and one over the test rows. So at most 2 passes over training and 1
-over test data per (data set, sigma, seed).
+Each repetition ``r`` is one public model search (:class:`dxrf.RandomFeatureRidgeCV`,
+:class:`dxrf.RandomFeatureClassifierCV`; candidates and draws seeded by ``r``,
+the validation rows of seed 0 for all): ONE pass over the training rows
+accumulates the statistics of its candidates for every sigma of the grid, and
+every (algorithm, lambda, alpha) with its training and validation errors is
+algebra on them (``return_train_score``; classification: the search's second
+pass scores the training and validation 0-1 errors of every configuration).
+sigma is chosen on validation (mean over repetitions of RKS's validation
+error at M). Then ONE pass over the test rows scores the chosen models of
+every repetition at once (kept by the searches, ``fold_models``). So at most
+2 passes over training and 1 over test data per (data set, sigma, seed =
+repetition).
 
 "Training error" is the error on the training rows that fitted the model
 (the validation rows excluded).
@@ -34,7 +36,8 @@ NEEDS_CLIENT = True
 NAME = "fig3-lambda"
 
 DATASETS = ["protein", "keggundirected", "adult", "epileptic_seizure"]
-ALGORITHMS = {"ELSS-1": "sample", "ELSS-2": "top"}
+SELECTIONS = {"ELSS-1": "elss-sample", "ELSS-2": "elss-top"}
+"""Each algorithm's selection in the public model search."""
 ALG_NAMES = {"ELSS-1": "Algorithm 1 (sample)", "ELSS-2": "Algorithm 2 (top)"}
 
 FULL = {
@@ -62,25 +65,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict:
-    from dxrf.selection import gram_spectrum, select_features
-
     from ._common import table
     from ._paper import (
         Experiment,
-        choose,
+        best_row,
         dataset_label,
         dataset_panels,
-        error_passes,
         fmt_ms,
-        fourier_kernel,
         headline,
         mean_std,
-        plain_fit,
-        plain_validation,
-        ridge_fit,
         say,
-        stats_pass,
-        test_mse_pass,
+        search_fit,
+        search_rows,
+        test_errors,
     )
 
     with Experiment(args, FULL, QUICK, "fig3") as exp:
@@ -91,57 +88,65 @@ def run(args: argparse.Namespace) -> dict:
         sections = []
         for name in args.datasets:
             data = exp.load(name, rep=0)
+            classification = not data.regression
             grid = [f * data.sigma_median for f in args.sigma_factors]
-            headline(data, f"M = {m}, M0 = {m0}; {reps} repetitions x {len(grid)} sigmas in one pass")
-            kernels = {(s, r): fourier_kernel(data.d, m0, sigma, r) for s, sigma in enumerate(grid) for r in range(reps)}
-            keys = list(kernels)
-            stats = dict(zip(keys, stats_pass(data.X, data.T, [kernels[k] for k in keys], fraction=0.2, seed=0)))
-            exp.log.add("train", name, [(grid[s], r) for s, r in keys], "candidate statistics of every sigma and repetition")
+            headline(data, f"M = {m}, M0 = {m0}; {reps} repetitions, each one search of {len(grid)} sigmas")
+            # one search per repetition (its own candidates, seed r), every sigma from its one pass;
+            # the validation rows are those of seed 0 for every repetition
+            searches = [
+                search_fit(data, exp.log, bandwidths=grid, seed=r, split_seed=0, n_components=[m], n_candidates=m0,
+                           selections=["none", *SELECTIONS.values()], lams=lams.tolist(), alphas=args.alphas,
+                           return_train_score=True, what="candidate statistics of every sigma (train + validation)")
+                for r in range(reps)
+            ]
             # sigma: mean validation error of RKS at M over the repetitions
             scores = []
-            for s, sigma in enumerate(grid):
-                v = [plain_validation(*stats[(s, r)], m, m0, args.alphas) for r in range(reps)]
+            for sigma in grid:
+                v = []
+                for est in searches:
+                    r_ = est.cv_results_
+                    mse = np.nan_to_num(np.asarray(r_["mean_validation_mse"], dtype=np.float64), nan=np.inf)
+                    v.append(float(mse[search_rows(r_, bandwidth=sigma, selection="none")].min()))
                 scores.append(float(np.mean(v)))
                 say(f"   sigma = {sigma:.3g}: mean validation MSE of RKS at M = {m}: {scores[-1]:.4g}")
-            s_best = int(np.argmin(scores))
-            sigma = grid[s_best]
+            sigma = grid[int(np.argmin(scores))]
             say(f"   chosen sigma = {sigma:.3g}")
-            fits = []
-            for r in range(reps):
-                train, valid = stats[(s_best, r)]
-                spec = gram_spectrum(train + valid)
-                rng = np.random.default_rng([r, 7])
-                fits.append(plain_fit(("RKS", None, r), train, valid, m, m0, args.alphas, group=r))
-                for alg, how in ALGORITHMS.items():
-                    for i, lam in enumerate(lams):
-                        sel = select_features(spec, m, criterion="leverage", method=how, lam=lam, random_state=rng)
-                        fits.append(ridge_fit((alg, i, r), {"lam": float(lam)}, r, train, valid, sel.selected, sel.scales, args.alphas))
-            chosen_kernels = {r: kernels[(s_best, r)] for r in range(reps)}
-            served = [(sigma, r) for r in range(reps)]  # the (sigma, seed) the later passes serve
-            if data.regression:
-                test_mse_pass(data, chosen_kernels, fits, served, exp.log, "test statistics of every repetition")
-                error_kind = "MSE on the scaled response"
-            else:
-                error_passes(data, chosen_kernels, fits, served, exp.log, seed=0, n_valid=stats[(s_best, 0)][1].n,
-                             models="every model")
-                error_kind = "misclassification rate"
-            best = choose(fits)  # alpha on validation for each (algorithm, lambda, repetition)
+            # alpha on validation for each (algorithm, lambda, repetition)
+            cells = [("RKS", None, {"selection": "none"})] + [
+                (alg, i, {"selection": sel, "lam": float(lam)}) for alg, sel in SELECTIONS.items() for i, lam in enumerate(lams)
+            ]
+            best = {}
+            for r, est in enumerate(searches):
+                for alg, i, where in cells:
+                    best[(alg, i, r)] = best_row(est.cv_results_, search_rows(est.cv_results_, bandwidth=sigma, **where),
+                                                 classification)
+            served = [(sigma, r) for r in range(reps)]  # the (sigma, seed) the test pass serves
+            tests = test_errors([(est, [best[(alg, i, r)] for alg, i, _ in cells]) for r, est in enumerate(searches)],
+                                data, exp.log, served, "errors of the chosen models of every repetition on test rows")
+            error_kind = "MSE on the scaled response" if data.regression else "misclassification rate"
+
+            def error(r: int, key: tuple, part: str) -> float:
+                row, res = best[key], searches[r].cv_results_
+                if part == "test":
+                    return tests[r][row]
+                # the rows that fitted the model: the training MSE from statistics, or the 0-1 error of the scoring pass
+                return float(res["mean_train_mse"][row] if data.regression else 1.0 - res["mean_train_score"][row])
+
             curves = {}
-            for alg in ("RKS", *ALGORITHMS):
+            for alg in ("RKS", *SELECTIONS):
                 idx = [None] if alg == "RKS" else range(len(lams))
                 for part in ("train", "test"):
-                    curves.setdefault(alg, {})[part] = [
-                        [float(best[(alg, i, r)][0].err[part][best[(alg, i, r)][1]]) for r in range(reps)] for i in idx
-                    ]
-                curves[alg]["alpha"] = [[float(best[(alg, i, r)][0].alphas[best[(alg, i, r)][1]]) for r in range(reps)] for i in idx]
+                    curves.setdefault(alg, {})[part] = [[error(r, (alg, i, r), part) for r in range(reps)] for i in idx]
+                curves[alg]["alpha"] = [[float(searches[r].cv_results_["param_alpha"][best[(alg, i, r)]]) for r in range(reps)]
+                                        for i in idx]
             rows = []
             for i, lam in enumerate(lams):
-                rows.append([f"{lam:.1e}"] + [fmt_ms(curves[a][p][i]) for a in ALGORITHMS for p in ("train", "test")])
-            rows.append(["RKS (no λ)"] + [fmt_ms(curves["RKS"][p][0]) for _ in ALGORITHMS for p in ("train", "test")])
-            headers = ["lambda"] + [f"{ALG_NAMES[a]} {p}" for a in ALGORITHMS for p in ("train", "test")]
+                rows.append([f"{lam:.1e}"] + [fmt_ms(curves[a][p][i]) for a in SELECTIONS for p in ("train", "test")])
+            rows.append(["RKS (no λ)"] + [fmt_ms(curves["RKS"][p][0]) for _ in SELECTIONS for p in ("train", "test")])
+            headers = ["lambda"] + [f"{ALG_NAMES[a]} {p}" for a in SELECTIONS for p in ("train", "test")]
             rks_test = float(np.mean(curves["RKS"]["test"][0]))
             notes = []
-            for a in ALGORITHMS:
+            for a in SELECTIONS:
                 mt = [float(np.mean(v)) for v in curves[a]["test"]]
                 i = int(np.argmin(mt))
                 notes.append(f"{ALG_NAMES[a]}: lowest mean test error {mt[i]:.4f} at lambda = {lams[i]:.1e} "
@@ -162,7 +167,7 @@ def run(args: argparse.Namespace) -> dict:
             say(f"   done ({exp.log.seconds():.0f} s)")
 
     def draw(ax, r: dict) -> None:
-        for c, alg in zip(("C0", "C3"), ALGORITHMS):
+        for c, alg in zip(("C0", "C3"), SELECTIONS):
             for part, ls in (("train", "--"), ("test", "-")):
                 mu, sd = np.array(r["mean"][alg][part]), np.array(r["std"][alg][part])
                 ax.plot(lams, mu, linestyle=ls, color=c, marker="o", ms=3, label=f"{ALG_NAMES[alg]}, {part}")

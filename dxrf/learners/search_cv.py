@@ -11,12 +11,14 @@ the best configuration is refitted on all rows from the same statistics.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import numbers
 import time
 
 import dask.array as da
 import numpy as np
+from sklearn.utils.validation import check_is_fitted
 
 from .._memory import check_statistics
 from .._validation import (
@@ -26,11 +28,12 @@ from .._validation import (
     check_fraction,
     check_int,
     check_seed,
+    is_dask,
     is_integer,
 )
 from .._weights import check_class_weight
 from ..features.maps import RandomFourierFeatures
-from ..search.evaluate import fold_pairs, validate_grid
+from ..search.evaluate import GridErrors, candidate_prefix, fold_pairs, merge_errors, select_largest, validate_grid
 from ..search.grid import SearchGrid, Variant, check_grid
 from ..search.results import best_index, results_table, warn_at_edges
 from ..selection.selectors import (
@@ -51,6 +54,8 @@ DEFAULT_BANDWIDTHS = ("median*0.25", "median*0.5", "median", "median*2", "median
 DEFAULT_N_COMPONENTS = (100, 300, 1000)
 DEFAULT_ALPHAS = tuple(10.0**p for p in range(-10, 1))
 SCORINGS = ("r2", "accuracy")
+LEVERAGE_ROWS = ("train", "all")
+BANDWIDTH_CHOICES = ("joint", "plain")
 
 
 def check_cv(cv: object, n_rows: int) -> tuple[str, object]:
@@ -92,42 +97,91 @@ def _resolve_seed(random_state: object) -> int:
     raise ParameterTypeError(f"random_state must be an int, RandomState, Generator or None, got {random_state!r}")
 
 
+def class_codes(T: object) -> object:
+    """Integer class codes from +-1 class columns (one column for two classes)."""
+    return (T[:, 0] > 0).astype(np.int64) if T.shape[1] == 1 else T.argmax(axis=1)
+
+
+def stacked_models(kernel: object, entries: list, task: str) -> LinearModels:
+    """One :class:`LinearModels` stack on ``kernel``'s candidates from ``(index, scales, coefs, intercepts)`` entries.
+
+    Each entry's ``coefs`` (shape ``(P, M, k)``) are scattered onto the
+    candidates they select, so one product per tile scores every model.
+    """
+    m0, k = kernel.n_components, entries[0][2].shape[2]
+    theta = np.zeros((sum(e[2].shape[0] for e in entries), m0, k))
+    icpts = np.zeros((theta.shape[0], k))
+    row = 0
+    for idx, sc, coef, icpt in entries:
+        p = coef.shape[0]
+        np.add.at(theta[row : row + p], (slice(None), idx), sc[None, :, None] * coef)  # repeats add up
+        icpts[row : row + p] = icpt
+        row += p
+    return LinearModels(kernel, theta, icpts, task=task)
+
+
 def validation_accuracy(
     X: object, T: object, candidates: list, found: object, grid: SearchGrid, kind: str, cv: object, cv_seed: int,
     sample_weight: object = None,
-) -> list[np.ndarray]:
-    """Validation accuracy of every configuration, from one scoring pass over X.
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Validation and training accuracy of every configuration, from one scoring pass over X.
 
     Each fold's models (every variant, M and alpha, fitted on the fold's
     training rows) are scattered onto their bandwidth's candidates, so one
     product per tile scores them all (:func:`dxrf.score_models`); fold ``j``'s
-    models are read on fold ``j``'s rows. With ``sample_weight`` the accuracy
-    is the weighted fraction of rows classified right. Returns, per bandwidth,
-    an array of shape (folds, variants, len(M), len(alpha)).
+    models are read on fold ``j``'s rows for validation, and on the other
+    rows for training. With ``sample_weight`` the accuracy is the weighted
+    fraction of rows classified right. Returns ``(validation, training)``: per
+    bandwidth, an array of shape (folds, variants, len(M), len(alpha)).
     """
-    codes = (T[:, 0] > 0).astype(np.int64) if T.shape[1] == 1 else T.argmax(axis=1)
     n_folds = len(found.mse[0])
-    models = []
+    models, kept = [], []
     for b, cand in enumerate(candidates):
-        m0 = cand.kernel_.n_components
+        # the (variant, M) searched at this bandwidth (all, unless bandwidth_choice="plain" pruned some)
+        present = [(v, i) for v in range(len(grid.variants)) for i in range(grid.n_components.size) if (b, 0, v, i) in found.paths]
+        kept.append(present)
         for f in range(n_folds):
-            coefs, icpts = [], []
-            for v in range(len(grid.variants)):
-                for i in range(grid.n_components.size):
-                    idx, sc, coef, icpt = found.paths[b, f, v, i]
-                    theta = np.zeros((coef.shape[0], m0, coef.shape[2]))
-                    np.add.at(theta, (slice(None), idx), sc[None, :, None] * coef)
-                    coefs.append(theta)
-                    icpts.append(icpt)
-            models.append(LinearModels(cand.kernel_, np.concatenate(coefs), np.concatenate(icpts), task="classification"))
+            models.append(stacked_models(cand.kernel_, [found.paths[b, f, v, i] for v, i in present], "classification"))
+    codes = class_codes(T)
     if kind == "kfold":
         scores = score_models(X, codes, models, folds=cv, split_seed=cv_seed, sample_weight=sample_weight)
-        errors = [[scores[f][b * n_folds + f].error for f in range(n_folds)] for b in range(len(candidates))]
+        valid = [[scores[f][b * n_folds + f].error for f in range(n_folds)] for b in range(len(candidates))]
+        train = []
+        for b in range(len(candidates)):
+            per_fold = []
+            for f in range(n_folds):
+                others = [scores[j][b * n_folds + f] for j in range(n_folds) if j != f]  # n: rows or total weight
+                total = sum(o.n for o in others)
+                per_fold.append(sum(o.n * o.error for o in others) / (total if total > 0 else 1.0))
+            train.append(per_fold)
     else:
-        _, valid = score_models(X, codes, models, split=cv, split_seed=cv_seed, sample_weight=sample_weight)
-        errors = [[valid[b].error] for b in range(len(candidates))]
+        tr, va = score_models(X, codes, models, split=cv, split_seed=cv_seed, sample_weight=sample_weight)
+        valid = [[va[b].error] for b in range(len(candidates))]
+        train = [[tr[b].error] for b in range(len(candidates))]
     shape = (len(grid.variants), grid.n_components.size, grid.alphas.size)
-    return [1.0 - np.stack([e.reshape(shape) for e in per_fold]) for per_fold in errors]
+
+    def spread(e: np.ndarray, present: list) -> np.ndarray:
+        full = np.full(shape, np.nan)
+        for j, (v, i) in enumerate(present):
+            full[v, i] = e[j * grid.alphas.size : (j + 1) * grid.alphas.size]
+        return 1.0 - full
+
+    return tuple(
+        [np.stack([spread(e, kept[b]) for e in per_fold]) for b, per_fold in enumerate(errors)] for errors in (valid, train)
+    )
+
+
+def label_codes(y: object, classes: np.ndarray) -> object:
+    """Codes (positions in ``classes``) of class labels; ``ValueError`` for a label not in ``classes``."""
+
+    def codes(block: np.ndarray) -> np.ndarray:
+        block = np.asarray(block).reshape(-1)
+        c = np.clip(np.searchsorted(classes, block), 0, classes.size - 1)
+        if not np.array_equal(classes[c], block):
+            raise ValueError(f"y holds labels that fit did not see (classes_ = {classes.tolist()})")
+        return c.astype(np.int64)
+
+    return y.reshape(-1).map_blocks(codes, dtype=np.int64) if is_dask(y) else codes(y)
 
 
 def _check_rows(groups: tuple[FeatureStats, ...], kind: str, cv: object, n_rows: int) -> None:
@@ -181,10 +235,18 @@ class _SearchCV:
             check_solver_options(self.max_iter, self.tol)  # before the search's pass, not at the refit after it
             check_class_weight(self.class_weight)
         check_bool(self.fit_intercept, "fit_intercept")
+        check_bool(self.keep_models, "keep_models")
+        check_bool(self.return_train_score, "return_train_score")
+        check_choice(self.leverage_rows, "leverage_rows", LEVERAGE_ROWS)
+        check_choice(self.bandwidth_choice, "bandwidth_choice", BANDWIDTH_CHOICES)
         check_seed(self.cv_seed, "cv_seed")
-        return check_grid(
-            self.bandwidths, self.n_components, self.selections, self.lams, self.rhos, self.alphas, self.n_candidates
+        grid = check_grid(
+            self.bandwidths, self.n_components, self.selections, self.lams, self.rhos, self.alphas, self.n_candidates,
+            self.candidate_ratio,
         )
+        if self.bandwidth_choice == "plain" and all(v.criterion is not None for v in grid.variants):
+            raise ValueError("bandwidth_choice='plain' chooses the bandwidth by the plain features: add 'none' to selections")
+        return grid
 
     def _search(
         self, X: np.ndarray | da.Array, T: np.ndarray | da.Array, classes: np.ndarray | None, sample_weight: object = None
@@ -228,15 +290,21 @@ class _SearchCV:
 
         scoring = getattr(self, "scoring", "r2")
         pairs = [fold_pairs(groups, kind == "kfold") for groups in per_map]
-        found = validate_grid(pairs, grid, rng_for, task=self._task, fit_intercept=self.fit_intercept,
-                              rtol=statistics_rtol(self.dtype), keep_paths=scoring == "accuracy")
-        accuracy = None
+        found = self._validate(pairs, grid, rng_for, keep_paths=scoring == "accuracy" or self.keep_models)
+        accuracy = train_accuracy = None
         t_score = time.perf_counter()
         if scoring == "accuracy":
-            accuracy = validation_accuracy(X, T, candidates, found, grid, kind, cv, self.cv_seed, sample_weight)
+            accuracy, train_accuracy = validation_accuracy(X, T, candidates, found, grid, kind, cv, self.cv_seed,
+                                                           sample_weight)
             passes += 1
         t_score = time.perf_counter() - t_score
-        results = results_table(grid, values, found.mse, found.r2, accuracy)
+        train_score = train_accuracy if train_accuracy is not None else found.train_r2
+        results = results_table(grid, values, found.mse, found.r2, accuracy, found.train_mse,
+                                train_score if self.return_train_score else None)
+        # what fold_models and score_configurations build on (not saved with the model)
+        self._fold_paths = found.paths if self.keep_models else None
+        self._candidate_kernels = [c.kernel_ for c in candidates]
+        self._grid_shape = (len(values), len(grid.variants), grid.n_components.size, grid.alphas.size)
         best = best_index(results)
         params = dict(results["params"][best])
         b = [s.text for s in grid.bandwidths].index(params["bandwidth"])
@@ -266,7 +334,16 @@ class _SearchCV:
         variant = Variant(params["selection"], params.get("lam"), params.get("rho"))
         m, m0 = params["n_components"], grid.n_candidates
         cand = candidates[b]
-        if variant.criterion is None:
+        if grid.candidate_ratio is not None and variant.criterion is not None:
+            # the M's own prefix of ratio * M candidates, selected as in the search (no selector
+            # takes a prefix of a candidate map): the candidate map is the features' base
+            p = grid.candidate_ratio * m
+            total_p = candidate_prefix(total, p)
+            idx, scales = select_largest(total_p, variant, m, rng_for(), task=self._task)  # ELSS: the Cholesky path
+            scales = scales * np.sqrt(m0 / p)
+            self.features_ = cand
+            kernel = cand.kernel_.subset(idx, scales)
+        elif variant.criterion is None:
             idx, scales = np.arange(m), np.full(m, np.sqrt(m0 / m))
             self.features_ = cand
             kernel = cand.kernel_.subset(idx, scales)
@@ -286,6 +363,27 @@ class _SearchCV:
         }
         return total.subset(idx, scales), kernel
 
+    def _validate(self, pairs: list, grid: SearchGrid, rng_for: object, *, keep_paths: bool) -> GridErrors:
+        """Every configuration's errors (:func:`validate_grid`); ``bandwidth_choice="plain"`` prunes first.
+
+        "plain": the plain features ("none") are validated at every bandwidth;
+        the one whose largest M has the lowest validation MSE (over alphas,
+        the first of equals) is the only one where the other selections are
+        searched. Their rows elsewhere stay NaN (never chosen).
+        """
+        kw = dict(task=self._task, fit_intercept=self.fit_intercept, rtol=statistics_rtol(self.dtype),
+                  keep_paths=keep_paths, leverage_rows=self.leverage_rows, train_scores=self.return_train_score)
+        plain = [v for v, var in enumerate(grid.variants) if var.criterion is None]
+        others = [v for v, var in enumerate(grid.variants) if var.criterion is not None]
+        if self.bandwidth_choice == "joint" or len(pairs) == 1 or not others:
+            return validate_grid(pairs, grid, rng_for, **kw)
+        first = validate_grid(pairs, dataclasses.replace(grid, variants=(grid.variants[plain[0]],)), rng_for, **kw)
+        top = [np.nan_to_num(e[:, 0, -1].mean(axis=0), nan=np.inf).min() for e in first.mse]
+        b = int(np.argmin(top))
+        rest = validate_grid([pairs[b]], dataclasses.replace(grid, variants=tuple(grid.variants[v] for v in others)),
+                             rng_for, **kw)
+        return merge_errors([(first, list(range(len(pairs))), plain), (rest, [b], others)], grid, len(pairs))
+
     def _ridge_refit(self, stats: FeatureStats) -> np.ndarray:
         # the same solver as the validated path (an eigendecomposition, null directions
         # dropped): at the tiny alphas float32 statistics can favour, a Cholesky
@@ -295,6 +393,97 @@ class _SearchCV:
         self.train_mse_ = float(mse_from_stats(stats, coef, intercept).mean())
         self._intercept = intercept
         return coef
+
+
+    def fold_models(self, indices: object = None, *, fold: int = 0) -> list[tuple[np.ndarray, LinearModels]]:
+        """The models the search validated, for any configurations of ``cv_results_``, without a pass.
+
+        Each configuration's model as fitted on fold ``fold``'s training rows
+        (a hold-out has one fold), stacked per bandwidth on its candidate map,
+        ready for :func:`dxrf.score_models` (e.g. to score them all on a test
+        set in one pass: :meth:`score_configurations`). Needs ``keep_models=True``
+        at fit (not kept in a saved model).
+
+        Parameters
+        ----------
+        indices : int array, optional
+            Rows of ``cv_results_``; default all.
+        fold : int, default=0
+
+        Returns
+        -------
+        list of (ndarray, LinearModels)
+            Per bandwidth among ``indices`` (in order of first appearance): the
+            rows of ``cv_results_`` and their stacked models, in the same order.
+        """
+        check_is_fitted(self, "cv_results_")
+        if getattr(self, "_fold_paths", None) is None:
+            raise ValueError(f"{type(self).__name__} keeps the models of its configurations only when fitted with keep_models=True")
+        n_conf = int(np.prod(self._grid_shape))
+        rows = np.arange(n_conf) if indices is None else np.asarray(indices).reshape(-1)
+        if rows.size == 0 or not np.issubdtype(rows.dtype, np.integer) or rows.min() < 0 or rows.max() >= n_conf:
+            raise ValueError(f"indices must be a non-empty list of rows of cv_results_ (0..{n_conf - 1}), got {indices!r}")
+        fold = check_int(fold, "fold", low=0, what=f"a fold number in 0..{self.n_splits_ - 1}")
+        if fold >= self.n_splits_:
+            raise ValueError(f"fold={fold}, but the search has {self.n_splits_} fold(s)")
+        b_of, v_of, i_of, a_of = np.unravel_index(rows, self._grid_shape)
+        out = []
+        for b in dict.fromkeys(b_of.tolist()):
+            mine = np.flatnonzero(b_of == b)
+            entries = []
+            for j in mine:
+                if (b, fold, v_of[j], i_of[j]) not in self._fold_paths:
+                    raise ValueError(f"configuration {rows[j]} of cv_results_ was not searched (bandwidth_choice='plain')")
+                idx, sc, coefs, icpts = self._fold_paths[b, fold, v_of[j], i_of[j]]
+                a = a_of[j]
+                entries.append((idx, sc, coefs[a : a + 1], icpts[a : a + 1]))
+            out.append((rows[mine], stacked_models(self._candidate_kernels[b], entries, self._task)))
+        return out
+
+    def fold_selection(self, index: int, *, fold: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """The features configuration ``index`` of ``cv_results_`` selected on fold ``fold``'s training rows.
+
+        Returns ``(index, scales)`` into its bandwidth's ``M0`` candidates: the
+        model's feature ``j`` is ``scales[j]`` times candidate ``index[j]`` of the
+        ``M0``-candidate map. Needs ``keep_models=True`` at fit.
+        """
+        (rows, _), = self.fold_models([index], fold=fold)
+        b, v, i, _ = np.unravel_index(int(rows[0]), self._grid_shape)
+        idx, sc, _, _ = self._fold_paths[b, fold, v, i]
+        return idx.copy(), sc.copy()
+
+    def score_configurations(self, X: object, y: object, indices: object = None, *, fold: int = 0) -> dict:
+        """Score the fold models of many configurations on ``(X, y)`` in ONE pass (e.g. a test set).
+
+        Parameters
+        ----------
+        X : array-like or dask array of shape (n_samples, n_features)
+        y : array-like or dask array
+            Targets as given to ``fit`` (class labels for the classifier).
+        indices : int array, optional
+            Rows of ``cv_results_``; default all.
+        fold : int, default=0
+            Whose training rows fitted the models (see :meth:`fold_models`).
+
+        Returns
+        -------
+        dict
+            ``"index"`` (the rows of ``cv_results_``), ``"mse"`` (mean over
+            rows and outputs; the classifier's against +-1 class columns),
+            ``"error"`` (the classifier's misclassification rate) and ``"n"``.
+        """
+        groups = self.fold_models(indices, fold=fold)
+        if self._task == "classification":
+            y = label_codes(y, self.classes_)
+        scores = score_models(X, y, [g for _, g in groups])
+        out = {
+            "index": np.concatenate([r for r, _ in groups]),
+            "mse": np.concatenate([sc.mse for sc in scores]),
+            "n": int(scores[0].n),
+        }
+        if self._task == "classification":
+            out["error"] = np.concatenate([sc.error for sc in scores])
+        return out
 
 
 _SEARCH_PARAMETERS = """
@@ -320,7 +509,25 @@ _SEARCH_PARAMETERS = """
     n_candidates : int, optional
         ``M0``, the candidates drawn per bandwidth. Default: 10 times the
         largest M when a selection other than ``"none"`` is searched, else
-        the largest M.
+        the largest M (``candidate_ratio`` times it, when given).
+    candidate_ratio : int, optional
+        ``r``: each M chooses its features among the first ``r * M``
+        candidates (the ELSS paper's ``M0 = 10 M`` with ``r = 10``), a prefix
+        of the ``n_candidates`` drawn (as a map of ``r * M`` features). Each M
+        then has a selection of its own instead of a prefix of the largest
+        M's selection (and, for ELSS, a spectrum of its own).
+    leverage_rows : {"train", "all"}, default="train"
+        The rows whose Gram gives the ELSS leverage scores during the
+        search: each fold's training rows, or every row (``N0 = N`` of the
+        ELSS paper: the validation rows' inputs are used, never their
+        targets; one spectrum per bandwidth serves every fold).
+    bandwidth_choice : {"joint", "plain"}, default="joint"
+        ``"joint"``: every selection at every bandwidth. ``"plain"``: the
+        bandwidth is a kernel parameter shared by all selections (as in the
+        ELSS paper): the plain features (``"none"``, required) are validated
+        at every bandwidth, and the other selections only at the bandwidth
+        whose largest M has the lowest validation MSE; their rows at the other
+        bandwidths are NaN (never chosen), and their algebra is saved.
     kernel : {"gaussian", "laplacian", "cauchy"}, default="gaussian"
     sampling : {"iid", "orthogonal", "qmc", "structured"}, default="iid"
     dtype : {"float32", "float64"}, default="float32"
@@ -333,6 +540,15 @@ _SEARCH_PARAMETERS = """
     cv_seed : int, default=0
         Seed of the hashed folds or hold-out.
     fit_intercept : bool, default=True
+    return_train_score : bool, default=False
+        Also score every configuration on each fold's training rows:
+        ``mean_train_score``, ``std_train_score``, ``splitJ_train_score``
+        (R^2 from the statistics, or the classifier's accuracy from its
+        scoring pass), ``mean_train_mse`` and ``splitJ_train_mse``.
+    keep_models : bool, default=False
+        Keep every configuration's model fitted on each fold's training rows
+        (:meth:`fold_models`, :meth:`score_configurations`); memory of about
+        ``configurations x M x 8`` bytes per fold.
     random_state : int, RandomState, Generator or None
         Seeds the candidates and the selections. The candidates of bandwidth
         ``s`` are those of ``RandomFourierFeatures(M0, bandwidth=s,
@@ -372,7 +588,7 @@ _SEARCH_ATTRIBUTES = """
         ``"algebra"`` (every configuration's validation and the refit's
         selection, on the client) and ``"scoring"`` (the classifier's
         accuracy pass, else 0).
-    features_ : fitted selector, or the candidate map for ``"none"``
+    features_ : fitted selector, or the candidate map (for ``"none"``, and with ``candidate_ratio``)
     kernel_ : FeatureKernel
         The chosen features, refitted on all rows.
     coef_, intercept_, train_mse_, n_features_in_
@@ -418,12 +634,17 @@ class RandomFeatureRidgeCV(_SearchCV, RandomFeatureRidge):
         rhos: object = (1.0,),
         alphas: object = DEFAULT_ALPHAS,
         n_candidates: int | None = None,
+        candidate_ratio: int | None = None,
+        leverage_rows: str = "train",
+        bandwidth_choice: str = "joint",
         kernel: str = "gaussian",
         sampling: str = "iid",
         dtype: str = "float32",
         cv: object = 5,
         cv_seed: int = 0,
         fit_intercept: bool = True,
+        return_train_score: bool = False,
+        keep_models: bool = False,
         random_state: object = None,
     ) -> None:
         store_parameters(self, locals())
@@ -494,12 +715,17 @@ class RandomFeatureClassifierCV(_SearchCV, RandomFeatureClassifier):
         rhos: object = (1.0,),
         alphas: object = DEFAULT_ALPHAS,
         n_candidates: int | None = None,
+        candidate_ratio: int | None = None,
+        leverage_rows: str = "train",
+        bandwidth_choice: str = "joint",
         kernel: str = "gaussian",
         sampling: str = "iid",
         dtype: str = "float32",
         cv: object = 5,
         cv_seed: int = 0,
         fit_intercept: bool = True,
+        return_train_score: bool = False,
+        keep_models: bool = False,
         scoring: str = "r2",
         loss: str = "squared",
         solver: str = "auto",

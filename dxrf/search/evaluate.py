@@ -22,13 +22,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ..learners.ridge_path import ridge_path
+from ..learners.ridge_path import mse_from_stats, ridge_path
 from ..selection.leverage import client_threads, gram_spectrum
 from ..selection.select import select_features
 from ..stats import FeatureStats
 from .grid import SearchGrid, Variant
 
-__all__ = ["GridErrors", "fold_pairs", "select_largest", "prefix", "r2_scores", "validate_grid"]
+__all__ = ["GridErrors", "candidate_prefix", "merge_errors", "fold_pairs", "select_largest", "prefix", "r2_scores", "validate_grid"]
 
 
 def fold_pairs(groups: tuple[FeatureStats, ...], kfold: bool) -> list[tuple[FeatureStats, FeatureStats]]:
@@ -57,12 +57,13 @@ def select_largest(
     The same selection as the variant's selector fitted on ``train`` with the
     same generator (:class:`~dxrf.LeverageScoreSampler`, ...); ``"none"``
     keeps the first ``m_max`` candidates at the scale of an ``m_max``-feature map.
+    ELSS without a ``spectrum`` takes the selector's path (a Cholesky factorisation).
     """
     m0 = train.n_components
     if variant.criterion is None:
         return np.arange(m_max), np.full(m_max, np.sqrt(m0 / m_max))
     sel = select_features(
-        spectrum if variant.criterion == "leverage" else train,
+        spectrum if variant.criterion == "leverage" and spectrum is not None else train,
         m_max,
         criterion=variant.criterion,
         method=variant.method,
@@ -94,6 +95,12 @@ def r2_scores(mse: np.ndarray, valid: FeatureStats) -> np.ndarray:
     return r2.mean(axis=1)
 
 
+def candidate_prefix(stats: FeatureStats, p: int) -> FeatureStats:
+    """Statistics of the first ``p`` candidates as a ``p``-candidate map (each at scale ``sqrt(M0/p)``)."""
+    m0 = stats.n_components
+    return stats if p == m0 else stats.subset(np.arange(p), np.full(p, np.sqrt(m0 / p)))
+
+
 @dataclasses.dataclass
 class GridErrors:
     """What :func:`validate_grid` finds, per bandwidth.
@@ -101,6 +108,8 @@ class GridErrors:
     Attributes
     ----------
     mse, r2 : lists of ndarrays of shape (folds, variants, len(M), len(alpha))
+    train_mse, train_r2 : lists of such arrays, or None
+        The same on each fold's training rows (with ``train_scores``).
     paths : dict or None
         With ``keep_paths``: ``paths[b, f, v, i]`` is ``(index, scales, coefs,
         intercepts)`` of bandwidth ``b``, fold ``f``, variant ``v`` and the
@@ -111,6 +120,29 @@ class GridErrors:
     mse: list
     r2: list
     paths: dict | None = None
+    train_mse: list | None = None
+    train_r2: list | None = None
+
+
+def merge_errors(parts: list, grid: SearchGrid, n_bandwidths: int) -> GridErrors:
+    """One :class:`GridErrors` of the whole grid from searches of parts of it; NaN where nothing was searched.
+
+    ``parts`` holds ``(errors, bandwidths, variants)``: what :func:`validate_grid`
+    found for those bandwidths and variants (positions in the whole grid).
+    """
+    first = parts[0][0]
+    folds = first.mse[0].shape[0]
+    shape = (folds, len(grid.variants), grid.n_components.size, grid.alphas.size)
+    names = ["mse", "r2"] + (["train_mse", "train_r2"] if first.train_mse is not None else [])
+    out = {n: [np.full(shape, np.nan) for _ in range(n_bandwidths)] for n in names}
+    paths = {} if first.paths is not None else None
+    for errors, bands, variants in parts:
+        for n in names:
+            for j, b in enumerate(bands):
+                out[n][b][:, variants] = getattr(errors, n)[j]
+        if paths is not None:
+            paths.update({(bands[b], f, variants[v], i): path for (b, f, v, i), path in errors.paths.items()})
+    return GridErrors(out["mse"], out["r2"], paths, out.get("train_mse"), out.get("train_r2"))
 
 
 def validate_grid(
@@ -122,6 +154,8 @@ def validate_grid(
     fit_intercept: bool,
     rtol: float | None = None,
     keep_paths: bool = False,
+    leverage_rows: str = "train",
+    train_scores: bool = False,
 ) -> GridErrors:
     """Validation MSE and R^2 of every (fold, variant, M, alpha), for each bandwidth.
 
@@ -140,6 +174,12 @@ def validate_grid(
         are NaN (:func:`dxrf.learners.mse_from_stats`).
     keep_paths : bool, default=False
         Keep every selection and solution (to score them on data later).
+    leverage_rows : {"train", "all"}, default="train"
+        Whose Gram the ELSS leverage scores come from: each fold's training
+        rows, or every row (training and validation: the inputs only, so no
+        validation target is seen; one spectrum per bandwidth and pool).
+    train_scores : bool, default=False
+        Also the MSE and R^2 on each fold's training rows (from statistics).
 
     Returns
     -------
@@ -151,39 +191,65 @@ def validate_grid(
     -----
     The ridge paths run on a pool of the client's threads, each on one BLAS
     thread (the same bits whatever runs beside it). A leverage spectrum uses
-    all cores and runs alone: the pool is drained before each one.
+    all cores and runs alone: the pool is drained before each one. With a
+    ``candidate_ratio`` each M selects among its own prefix of the candidates
+    (:meth:`SearchGrid.pools`), so each has its own spectrum.
     """
-    m_max = int(grid.n_components[-1])
     needs_spectrum = any(v.criterion == "leverage" for v in grid.variants)
+    m0 = grid.n_candidates
     shape = (grid.variants.__len__(), grid.n_components.size, grid.alphas.size)
-    mse = [np.empty((len(pairs),) + shape) for pairs in per_bandwidth]
-    r2 = [np.empty((len(pairs),) + shape) for pairs in per_bandwidth]
 
+    def empty() -> list:
+        return [np.empty((len(pairs),) + shape) for pairs in per_bandwidth]
+
+    mse, r2 = empty(), empty()
+    train_mse, train_r2 = (empty(), empty()) if train_scores else (None, None)
     paths: dict | None = {} if keep_paths else None
 
     def path_errors(b: int, f: int, v: int, i: int, train: FeatureStats, valid: FeatureStats, idx, sc) -> None:
-        path = ridge_path(train.subset(idx, sc), grid.alphas, valid.subset(idx, sc), fit_intercept, rtol=rtol)
+        sub = train.subset(idx, sc)
+        path = ridge_path(sub, grid.alphas, valid.subset(idx, sc), fit_intercept, rtol=rtol)
         mse[b][f, v, i] = path.validation_mse.mean(axis=1)
         r2[b][f, v, i] = r2_scores(path.validation_mse, valid)
+        if train_scores:
+            fitted = mse_from_stats(sub, path.coefs, path.intercepts, rtol=rtol)
+            train_mse[b][f, v, i] = fitted.mean(axis=1)
+            train_r2[b][f, v, i] = r2_scores(fitted, train)
         if paths is not None:
             paths[b, f, v, i] = (idx, sc, path.coefs, path.intercepts)
 
     pending: list = []
+
+    def spectrum_of(stats: FeatureStats) -> object:
+        nonlocal pending
+        for t in pending:  # the spectrum takes every core, alone
+            t.result()
+        pending = []
+        return gram_spectrum(stats)
+
     with ThreadPoolExecutor(max_workers=client_threads()) as pool:
         for b, pairs in enumerate(per_bandwidth):
+            shared: dict[int, object] = {}  # leverage_rows="all": one spectrum per pool, for every fold
+            total = pairs[0][0] + pairs[0][1] if needs_spectrum and leverage_rows == "all" else None
             for f, (train, valid) in enumerate(pairs):
-                spectrum = None
-                if needs_spectrum:
-                    for t in pending:  # the spectrum takes every core, alone
-                        t.result()
-                    pending = []
-                    spectrum = gram_spectrum(train)
-                # the selections in order: they draw from generators
-                for v, variant in enumerate(grid.variants):
-                    selected, scales = select_largest(train, variant, m_max, rng_for(), task=task, spectrum=spectrum)
-                    for i, m in enumerate(grid.n_components):
-                        idx, sc = prefix(selected, scales, int(m))
-                        pending.append(pool.submit(path_errors, b, f, v, i, train, valid, idx, sc))
+                for p, positions in grid.pools():
+                    train_p = candidate_prefix(train, p)
+                    up = np.sqrt(m0 / p)  # a prefix candidate's scale on the M0-candidate map
+                    spectrum = None
+                    if needs_spectrum and total is None:
+                        spectrum = spectrum_of(train_p)
+                    elif needs_spectrum:
+                        if p not in shared:
+                            shared[p] = spectrum_of(candidate_prefix(total, p))
+                        spectrum = shared[p]
+                    m_top = int(grid.n_components[positions[-1]])
+                    # the selections in order: they draw from generators
+                    for v, variant in enumerate(grid.variants):
+                        selected, scales = select_largest(train_p, variant, m_top, rng_for(), task=task,
+                                                          spectrum=spectrum)
+                        for i in positions:
+                            idx, sc = prefix(selected, scales * up, int(grid.n_components[i]))
+                            pending.append(pool.submit(path_errors, b, f, v, i, train, valid, idx, sc))
         for t in pending:
             t.result()
-    return GridErrors(mse, r2, paths)
+    return GridErrors(mse, r2, paths, train_mse, train_r2)

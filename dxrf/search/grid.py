@@ -95,6 +95,7 @@ class SearchGrid:
     variants: tuple[Variant, ...]
     alphas: np.ndarray
     n_candidates: int
+    candidate_ratio: int | None = None
 
     @property
     def needs_median(self) -> bool:
@@ -103,6 +104,17 @@ class SearchGrid:
     @property
     def supervised(self) -> bool:
         return any(v.criterion in ("energy", "alignment") for v in self.variants)
+
+    def pools(self) -> list[tuple[int, list[int]]]:
+        """``(p, positions of the M it serves)``: each M selects among the first ``p`` candidates.
+
+        One pool of all ``M0`` candidates for every M (each M a prefix of the
+        largest M's selection), or with ``candidate_ratio`` one pool of the
+        first ``ratio * M`` candidates per M (a selection of its own).
+        """
+        if self.candidate_ratio is None:
+            return [(self.n_candidates, list(range(self.n_components.size)))]
+        return [(self.candidate_ratio * int(m), [i]) for i, m in enumerate(self.n_components)]
 
     @property
     def n_configurations(self) -> int:
@@ -143,6 +155,7 @@ def check_grid(
     rhos: object,
     alphas: object,
     n_candidates: object,
+    candidate_ratio: object = None,
 ) -> SearchGrid:
     """Validate every axis of a search; ``ValueError`` or ``TypeError`` naming the parameter.
 
@@ -150,6 +163,9 @@ def check_grid(
     other than ``"none"`` is searched, else to the largest M. Every M must
     be at most M0. Numeric axes are sorted and made unique; bandwidths and
     selections keep their order (their duplicates are dropped).
+    ``candidate_ratio`` (an integer r >= 1, or None) makes each M choose among
+    the first ``r * M`` candidates; M0 then defaults to ``r`` times the
+    largest M and must hold ``r * M`` for every M.
     """
     specs: list[BandwidthSpec] = []
     for b in _as_list(bandwidths, "bandwidths"):
@@ -171,8 +187,15 @@ def check_grid(
     lam_grid = _positive_floats(lams, "lams")
     rho_grid = _positive_floats(rhos, "rhos")
     alpha_grid = _positive_floats(alphas, "alphas", allow_zero=True)
+    ratio = None
+    if candidate_ratio is not None:
+        if isinstance(candidate_ratio, bool) or not isinstance(candidate_ratio, numbers.Integral):
+            raise ParameterTypeError(f"candidate_ratio must be a positive integer or None, got {candidate_ratio!r}")
+        ratio = int(candidate_ratio)
+        if ratio < 1:
+            raise ValueError(f"candidate_ratio must be a positive integer or None, got {ratio}")
     if n_candidates is None:
-        m0 = int(ms[-1]) * (10 if any(s != "none" for s in names) else 1)
+        m0 = int(ms[-1]) * (ratio if ratio is not None else 10 if any(s != "none" for s in names) else 1)
     else:
         if isinstance(n_candidates, bool) or not isinstance(n_candidates, numbers.Integral):
             raise ParameterTypeError(f"n_candidates must be a positive integer or None, got {n_candidates!r}")
@@ -181,6 +204,11 @@ def check_grid(
             raise ValueError(f"n_candidates must be a positive integer or None, got {m0}")
     if ms[-1] > m0:
         raise ValueError(f"n_components holds M={int(ms[-1])}, larger than n_candidates={m0} (M0)")
+    if ratio is not None and ratio * int(ms[-1]) > m0:
+        raise ValueError(
+            f"candidate_ratio={ratio} needs {ratio * int(ms[-1])} candidates for M={int(ms[-1])}, "
+            f"more than n_candidates={m0} (M0)"
+        )
     variants = []
     for s in names:
         criterion = SELECTIONS[s][0]
@@ -190,4 +218,4 @@ def check_grid(
             variants += [Variant(s, rho=float(v)) for v in rho_grid]
         else:
             variants.append(Variant(s))
-    return SearchGrid(tuple(specs), ms, tuple(variants), alpha_grid, m0)
+    return SearchGrid(tuple(specs), ms, tuple(variants), alpha_grid, m0, ratio)

@@ -13,13 +13,23 @@ __all__ = ["results_table", "best_index", "warn_at_edges", "format_table"]
 
 
 def results_table(
-    grid: SearchGrid, bandwidth_values: list[float], mse: list, r2: list, accuracy: list | None = None
+    grid: SearchGrid,
+    bandwidth_values: list[float],
+    mse: list,
+    r2: list,
+    accuracy: list | None = None,
+    train_mse: list | None = None,
+    train_score: list | None = None,
 ) -> dict:
     """``cv_results_``: one entry per (bandwidth, variant, M, alpha), in that nesting order.
 
     ``mse[b]``, ``r2[b]`` (and ``accuracy[b]``) have shape (folds, variants,
     M, alphas) for bandwidth ``b``. The test score is the R^2, or the
     accuracy when it is given; both are also kept under their own names.
+    ``train_mse`` and ``train_score`` (the test score's measure on each
+    fold's training rows), when given, become ``splitJ_train_mse``,
+    ``mean_train_mse``, ``splitJ_train_score``, ``mean_train_score`` and
+    ``std_train_score`` (scikit-learn's ``return_train_score``).
     """
     mse_all = np.stack(mse, axis=1)  # (F, B, V, M, P)
     folds = mse_all.shape[0]
@@ -65,6 +75,15 @@ def results_table(
     if acc_flat is not None:
         for name, values in named.items():
             out[f"mean_test_{name}"] = values.mean(axis=0)
+    if train_mse is not None:
+        tmse = np.stack(train_mse, axis=1).reshape(folds, -1)
+        tscore = np.stack(train_score, axis=1).reshape(folds, -1)
+        out["mean_train_score"] = tscore.mean(axis=0)
+        out["std_train_score"] = tscore.std(axis=0)
+        out["mean_train_mse"] = tmse.mean(axis=0)
+        for j in range(folds):
+            out[f"split{j}_train_score"] = tscore[j]
+            out[f"split{j}_train_mse"] = tmse[j]
     for j in range(folds):
         out[f"split{j}_test_score"] = r2_flat[j]
         out[f"split{j}_validation_mse"] = mse_flat[j]
