@@ -8,14 +8,11 @@ local disk.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import pickle
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,6 +26,7 @@ import dxrf  # noqa: E402
 import dxrf.io  # noqa: E402
 from dxrf.io.integrity import IntegrityError  # noqa: E402
 from dxrf.io.predictions import open_predictions, write_predictions  # noqa: E402
+from workflows._common import moto_server  # noqa: E402
 
 DATA = Path("/work/shared/data/uci_regression_yang2016/parkinsons.csv.gz")
 NAMES = [f"x{j}" for j in range(20)] + ["target"]
@@ -36,28 +34,9 @@ BUCKET = "dxrf-test"
 ROOT = str(Path(__file__).resolve().parents[1])
 
 
-@contextlib.contextmanager
-def _moto(env: dict[str, str] | None = None) -> Iterator[str]:
-    """A moto S3 server process on a free port of 127.0.0.1; yields its endpoint URL."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-p", str(port), "-H", "127.0.0.1"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, **(env or {})})
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"moto server did not start (exit status {proc.poll()})")
-                time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.kill()
-        proc.wait(timeout=30)
+def _moto(env: dict[str, str] | None = None):
+    """A moto S3 server process on a free port of 127.0.0.1 (the benchmarks' helper); yields its URL."""
+    return moto_server(env)
 
 
 @pytest.fixture(scope="module")

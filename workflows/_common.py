@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import shutil
 import statistics
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -145,6 +146,40 @@ def store_zarr(X: Any, path: str | Path) -> float:
     t0 = time.perf_counter()
     da.to_zarr(X, str(path), overwrite=True, compressors=default_compressor())
     return time.perf_counter() - t0
+
+
+@contextlib.contextmanager
+def moto_server(env: dict[str, str] | None = None, timeout: float = 30.0) -> Iterator[str]:
+    """A moto S3 server process on a free port of 127.0.0.1; yields its endpoint URL, then stops it.
+
+    moto's server mode comes with the ``test`` extra (``moto[server]``). ``env``
+    adds environment variables of the server (e.g. ``INITIAL_NO_AUTH_ACTION_COUNT``).
+    Raises ``RuntimeError`` when it does not accept connections within ``timeout`` seconds.
+    """
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-p", str(port), "-H", "127.0.0.1"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, **(env or {})})
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"the moto S3 server did not start (exit status {proc.poll()})") from None
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
 
 
 def report(out_dir: str | Path, name: str, results: dict, markdown: str) -> dict:
