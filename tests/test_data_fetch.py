@@ -15,11 +15,9 @@ import hashlib
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -28,6 +26,7 @@ import pytest
 
 from dxrf import data_cache, datasets
 from dxrf.cli import main
+from workflows._common import free_port, server_process
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV_VARS = ("DXRF_DATA_DIR", "DXRF_DATA_MIRROR", "DXRF_DATA_DISCOVER", "XDG_CACHE_HOME", "DXRF_DATA_SOURCE_MIRROR")
@@ -49,37 +48,14 @@ def shared_data() -> Path:
     return found
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextlib.contextmanager
-def _server(argv: list[str], port: int) -> Iterator[str]:
-    """Start a server process listening on 127.0.0.1:port; yield its base URL; stop it."""
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"server {argv} did not start") from None
-                time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+_free_port = free_port
 
 
 def http_server(directory: Path) -> contextlib.AbstractContextManager[str]:
     """``python3 -m http.server`` serving ``directory``."""
     port = _free_port()
     argv = [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(directory)]
-    return _server(argv, port)
+    return server_process(argv, port)
 
 
 @pytest.fixture(scope="module")
@@ -340,7 +316,7 @@ def test_cut_connection_gives_one_error_and_leaves_nothing(tmp_path, monkeypatch
     port = _free_port()
     cache = tmp_path / "cache"
     monkeypatch.setenv("DXRF_DATA_DIR", str(cache))
-    with _server([sys.executable, "-c", script, str(port)], port) as base:
+    with server_process([sys.executable, "-c", script, str(port)], port) as base:
         monkeypatch.setenv("DXRF_DATA_MIRROR", base)
         rc, out, err = _cli(capsys, "fetch", "parkinsons")
     assert rc == 2 and err.count("\n") == 1

@@ -148,24 +148,29 @@ def store_zarr(X: Any, path: str | Path) -> float:
     return time.perf_counter() - t0
 
 
-@contextlib.contextmanager
-def moto_server(env: dict[str, str] | None = None, timeout: float = 30.0) -> Iterator[str]:
-    """A moto S3 server process on a free port of 127.0.0.1; yields its endpoint URL, then stops it.
+def free_port() -> int:
+    """A TCP port of 127.0.0.1 that was free a moment ago."""
+    import socket
 
-    moto's server mode comes with the ``test`` extra (``moto[server]``). ``env``
-    adds environment variables of the server (e.g. ``INITIAL_NO_AUTH_ACTION_COUNT``).
-    Raises ``RuntimeError`` when it does not accept connections within ``timeout`` seconds.
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def server_process(argv: Sequence[str], port: int, env: dict[str, str] | None = None,
+                   timeout: float = 30.0) -> Iterator[str]:
+    """Run ``argv``, a server that listens on 127.0.0.1:``port``; yield ``http://127.0.0.1:port``, then stop it.
+
+    ``env`` adds environment variables. Raises ``RuntimeError`` when the server
+    exits or does not accept connections within ``timeout`` seconds.
     """
     import os
     import socket
     import subprocess
-    import sys
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-p", str(port), "-H", "127.0.0.1"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, **(env or {})})
+    proc = subprocess.Popen(list(argv), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, **(env or {})})
     try:
         deadline = time.monotonic() + timeout
         while True:
@@ -174,12 +179,24 @@ def moto_server(env: dict[str, str] | None = None, timeout: float = 30.0) -> Ite
                 break
             except OSError:
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"the moto S3 server did not start (exit status {proc.poll()})") from None
-                time.sleep(0.1)
+                    raise RuntimeError(f"server {list(argv)} did not start (exit status {proc.poll()})") from None
+                time.sleep(0.05)
         yield f"http://127.0.0.1:{port}"
     finally:
         proc.kill()
         proc.wait(timeout=30)
+
+
+def moto_server(env: dict[str, str] | None = None) -> contextlib.AbstractContextManager[str]:
+    """A moto S3 server process on a free port of 127.0.0.1 (see :func:`server_process`): its endpoint URL.
+
+    moto's server mode comes with the ``test`` extra (``moto[server]``). ``env``
+    adds environment variables of the server (e.g. ``INITIAL_NO_AUTH_ACTION_COUNT``).
+    """
+    import sys
+
+    port = free_port()
+    return server_process([sys.executable, "-m", "moto.server", "-p", str(port), "-H", "127.0.0.1"], port, env)
 
 
 def report(out_dir: str | Path, name: str, results: dict, markdown: str) -> dict:
