@@ -76,3 +76,15 @@ def test_tiny_grid_against_naive_loop(tmp_path):
         for v in by_m.values():
             assert math.isclose(v["grid"], v["naive"], rel_tol=1e-4)
     assert res["speedup"] > 0 and math.isfinite(res["speedup"])
+
+
+def test_two_bandwidths_read_the_candidates_at_the_chosen_one_only(tmp_path):
+    """Regression with several sigmas: the plain features at each, then all M0 candidates at the chosen one."""
+    sigmas = ["--sigma-factors", "0.5", "1.0"]
+    res = bench.run(_args(TINY[: TINY.index("--sigma-factors")] + sigmas + TINY[TINY.index("--lams"):]
+                          + ["--out", str(tmp_path)]))
+    g = res["grid"]["passes"]
+    assert (g["train"], g["test"]) == (2, 1) and g["max_train_per_sigma_seed"] == 2
+    assert g["chunk_reads"] == {"train": 2.0, "test": 1.0}
+    a = res["agreement"]
+    assert a["ok"] and a["same_sigma"] and a["max_rel_test"] <= 1e-4

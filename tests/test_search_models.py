@@ -198,3 +198,44 @@ def test_plain_bandwidth_choice_prunes_the_other_bandwidths(data, cls):
         search(X, target, bandwidth_choice="plain", **{**kw, "selections": ["eerf"]})
     with pytest.raises(ValueError, match="bandwidth_choice"):
         search(X, target, bandwidth_choice="first", **kw)
+
+
+@pytest.mark.parametrize("cls", [dxrf.RandomFeatureRidgeCV, dxrf.RandomFeatureClassifierCV])
+@pytest.mark.parametrize("cv", [FRACTION, 3])
+def test_plain_first_reads_twice_and_finds_what_plain_finds(data, cls, cv):
+    X, y = data
+    target = y if cls is dxrf.RandomFeatureRidgeCV else y > np.median(y)
+    extra = {} if cls is dxrf.RandomFeatureRidgeCV else {"scoring": "accuracy"}
+    kw = dict(bandwidths=[0.3, 1.0, 3.0], selections=["none", "elss-top", "lkrf"], cls=cls, cv=cv, **extra)
+    one, two = search(X, target, bandwidth_choice="plain", **kw), search(X, target, bandwidth_choice="plain-first", **kw)
+    # the plain features' Gram at every bandwidth, then all M0 candidates' at the chosen one
+    assert two.n_passes_ == one.n_passes_ + 1
+    r1, r2 = one.cv_results_, two.cv_results_
+    searched = ~np.isnan(r1["mean_validation_mse"])
+    np.testing.assert_array_equal(np.isnan(r2["mean_validation_mse"]), ~searched)
+    for key in ("mean_validation_mse", "mean_test_score", "mean_train_mse", "mean_train_score"):
+        np.testing.assert_allclose(r2[key][searched], r1[key][searched], rtol=1e-9, atol=1e-12, err_msg=key)
+    assert two.best_params_ == one.best_params_
+    np.testing.assert_allclose(two.predict(X[:50]) if cls is dxrf.RandomFeatureRidgeCV else two.decision_function(X[:50]),
+                               one.predict(X[:50]) if cls is dxrf.RandomFeatureRidgeCV else one.decision_function(X[:50]),
+                               rtol=1e-8, atol=1e-10)
+    # the kept models of every searched configuration, at every bandwidth, score as plain's
+    rows = np.flatnonzero(searched)
+    s1, s2 = one.score_configurations(X[:300], target[:300], rows), two.score_configurations(X[:300], target[:300], rows)
+    np.testing.assert_array_equal(s1["index"], s2["index"])
+    np.testing.assert_allclose(s2["mse"], s1["mse"], rtol=1e-8, atol=1e-12)
+
+
+def test_plain_first_refits_plain_features_at_a_bandwidth_read_only_in_part(data):
+    """The best may be plain features at a bandwidth whose M0 candidates were never read."""
+    X, y = data
+    y = y + 3 * np.random.default_rng(3).normal(size=y.size)  # noise: the largest M overfits, a small M wins
+    kw = dict(bandwidths=[0.3, 1.0, 3.0, 10.0], selections=["none", "eerf"], n_components=[2, 4, 600],
+              candidate_ratio=None, n_candidates=600, alphas=[1e-12])
+    one, two = search(X, y, bandwidth_choice="plain", **kw), search(X, y, bandwidth_choice="plain-first", **kw)
+    r = two.cv_results_
+    chosen = r["param_bandwidth"][np.flatnonzero(~np.isnan(r["mean_validation_mse"]) & (r["param_selection"] == "eerf"))[0]]
+    assert two.best_params_ == one.best_params_ == {"bandwidth": 3.0, "selection": "none", "n_components": 4, "alpha": 1e-12}
+    assert chosen == 10.0  # the M0 candidates were read at 10.0 only
+    np.testing.assert_allclose(two.coef_, one.coef_, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(two.predict(X), one.predict(X), rtol=1e-8, atol=1e-10)

@@ -664,10 +664,16 @@ def search_fit(data: Data, log: PassLog, *, bandwidths: Sequence[float], seed: i
         warnings.simplefilter("ignore", UserWarning)
         est.fit(data.X, data.T if data.regression else data.labels)
     keys = [(s, seed) for s in bandwidths]
-    log.add("train", data.name, keys, what)
+    r = est.cv_results_
+    selected = np.flatnonzero((np.asarray(r["param_selection"]) != "none") & ~np.isnan(r["mean_validation_mse"]))
+    # bandwidth_choice="plain-first": the plain features at every bandwidth, then every candidate at one
+    plain_first = params.get("bandwidth_choice") == "plain-first" and len(bandwidths) > 1 and selected.size > 0
+    log.add("train", data.name, keys, "plain features of every sigma (train + validation)" if plain_first else what)
+    if plain_first:
+        log.add("train", data.name, [(float(r["bandwidth_value"][selected[0]]), seed)], what)
     if not data.regression:
         log.add("train", data.name, keys, "0-1 errors of every configuration on training/validation rows")
-    if est.n_passes_ != (1 if data.regression else 2):
+    if est.n_passes_ != 1 + plain_first + (not data.regression):
         raise RuntimeError(f"the search made {est.n_passes_} passes over the training rows")
     return est
 

@@ -14,9 +14,11 @@ scaled response, or misclassification rate).
 
 The grid is a client of the public model search (:class:`dxrf.RandomFeatureRidgeCV`,
 :class:`dxrf.RandomFeatureClassifierCV`, see :func:`seed_search`). Passes, per
-(data set, sigma, seed): ONE pass over the training rows accumulates the
-statistics of ``10 * max(M) = 3200`` candidates of every bandwidth searched,
-for training and validation rows; each smaller ``M0 = 10 M`` is a prefix of
+(data set, sigma, seed): regression reads the training rows twice, first for
+the plain features of every bandwidth searched, then for the statistics of
+``10 * max(M) = 3200`` candidates at the chosen bandwidth, for training and
+validation rows (classification: one read of the candidates of every
+bandwidth); each smaller ``M0 = 10 M`` is a prefix of
 those candidates (``candidate_ratio=10``), whose statistics are a sub-block.
 Every (method, M, lambda, rho, alpha) is then small dense algebra in the
 search. Classification: the search's second pass over the training rows
@@ -97,15 +99,20 @@ def seed_search(data, bandwidths, seed: int, args, log):
     candidates, ``candidate_ratio=10``), validation on 20 % of the training
     rows (hashed with ``seed``), ELSS with ``N0 = N``, and the bandwidth as a
     kernel parameter shared by every method: the selections are searched only
-    at the bandwidth where RKS at the largest M validates best
-    (``bandwidth_choice="plain"``: the figure's choice of sigma, from the same pass).
+    at the bandwidth where RKS at the largest M validates best (the figure's
+    choice of sigma). For regression that is ``bandwidth_choice="plain-first"``:
+    one read of the plain features at every sigma, a second of all ``M0``
+    candidates at the chosen sigma (the candidates' Gram formed once, not once
+    per sigma). A classifier's search already reads X a second time to score
+    every configuration's 0-1 error, so it keeps ``"plain"`` (one read of all
+    candidates at every sigma) to stay within 2 training passes.
     """
     from ._paper import search_fit
 
     m0 = 10 * max(args.m)
     return search_fit(data, log, bandwidths=bandwidths, seed=seed, n_components=args.m,
                       selections=list(SELECTIONS.values()), lams=args.lams, rhos=args.rhos, alphas=args.alphas,
-                      n_candidates=m0, candidate_ratio=10, bandwidth_choice="plain",
+                      n_candidates=m0, candidate_ratio=10, bandwidth_choice="plain-first" if data.regression else "plain",
                       what=f"candidate statistics of {len(bandwidths)} bandwidth(s) (train + validation)")
 
 

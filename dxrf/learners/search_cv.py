@@ -47,6 +47,7 @@ from ..stats import FeatureStats, accumulate
 from .classifier import LOSSES, RandomFeatureClassifier
 from .ridge import RandomFeatureRidge
 from .ridge_path import mse_from_stats, ridge_path, statistics_rtol
+from .search_cv_docs import _SEARCH_ATTRIBUTES, _SEARCH_PARAMETERS
 
 __all__ = ["RandomFeatureRidgeCV", "RandomFeatureClassifierCV", "DEFAULT_BANDWIDTHS", "DEFAULT_ALPHAS"]
 
@@ -55,7 +56,7 @@ DEFAULT_N_COMPONENTS = (100, 300, 1000)
 DEFAULT_ALPHAS = tuple(10.0**p for p in range(-10, 1))
 SCORINGS = ("r2", "accuracy")
 LEVERAGE_ROWS = ("train", "all")
-BANDWIDTH_CHOICES = ("joint", "plain")
+BANDWIDTH_CHOICES = ("joint", "plain", "plain-first")
 
 
 def check_cv(cv: object, n_rows: int) -> tuple[str, object]:
@@ -197,6 +198,12 @@ def _check_rows(groups: tuple[FeatureStats, ...], kind: str, cv: object, n_rows:
         raise ValueError(f"the hold-out cv left no training or no validation rows (X has {n_rows} sample{plural}); change cv=")
 
 
+def _plain_choice(plain: GridErrors) -> int:
+    """The bandwidth whose plain features at the largest M validate best (lowest MSE over alphas; first of equals)."""
+    top = [np.nan_to_num(e[:, 0, -1].mean(axis=0), nan=np.inf).min() for e in plain.mse]
+    return int(np.argmin(top))
+
+
 class _SearchCV:
     """The search shared by the regressor and the classifier."""
 
@@ -244,8 +251,11 @@ class _SearchCV:
             self.bandwidths, self.n_components, self.selections, self.lams, self.rhos, self.alphas, self.n_candidates,
             self.candidate_ratio,
         )
-        if self.bandwidth_choice == "plain" and all(v.criterion is not None for v in grid.variants):
-            raise ValueError("bandwidth_choice='plain' chooses the bandwidth by the plain features: add 'none' to selections")
+        if self.bandwidth_choice != "joint" and all(v.criterion is not None for v in grid.variants):
+            raise ValueError(
+                f"bandwidth_choice={self.bandwidth_choice!r} chooses the bandwidth by the plain features: "
+                "add 'none' to selections"
+            )
         return grid
 
     def _search(
@@ -259,12 +269,14 @@ class _SearchCV:
         """
         grid = self._check_params()
         kind, cv = check_cv(self.cv, X.shape[0])
+        plain_first = (self.bandwidth_choice == "plain-first" and len(grid.bandwidths) > 1
+                       and any(v.criterion is not None for v in grid.variants))
         # the Grams of every bandwidth and fold: refused before any feature is drawn
         check_statistics(
             grid.n_candidates, "n_candidates",
             "use fewer candidates (n_candidates, default 10 x the largest n_components), fewer bandwidths or "
             "fewer folds (cv), or more memory",
-            maps=len(grid.bandwidths), groups=cv if kind == "kfold" else 2, X=X,
+            maps=1 if plain_first else len(grid.bandwidths), groups=cv if kind == "kfold" else 2, X=X,
         )
         seed = _resolve_seed(self.random_state)
         passes = 0
@@ -278,19 +290,29 @@ class _SearchCV:
         values = [b.resolve(median) for b in grid.bandwidths]
         candidates = [self._candidate_map(grid.n_candidates, v, seed).fit(X) for v in values]
         split = {"folds": cv} if kind == "kfold" else {"split": cv}
-        t_pass = time.perf_counter()
-        per_map = accumulate(X, T, [c.kernel_ for c in candidates], split_seed=self.cv_seed, sample_weight=sample_weight,
-                             **split)
-        passes += 1
-        t_algebra = time.perf_counter()
-        _check_rows(per_map[0], kind, self.cv, X.shape[0])
+
+        def read(kernels: list) -> list:
+            nonlocal passes, pass_seconds
+            start = time.perf_counter()
+            out = accumulate(X, T, kernels, split_seed=self.cv_seed, sample_weight=sample_weight, **split)
+            passes += 1
+            pass_seconds += time.perf_counter() - start
+            _check_rows(out[0], kind, self.cv, X.shape[0])
+            return out
 
         def rng_for() -> np.random.Generator:
             return _split_random_state(seed)[1]
 
+        pass_seconds = 0.0
+        t_pass = time.perf_counter()
         scoring = getattr(self, "scoring", "r2")
-        pairs = [fold_pairs(groups, kind == "kfold") for groups in per_map]
-        found = self._validate(pairs, grid, rng_for, keep_paths=scoring == "accuracy" or self.keep_models)
+        keep = scoring == "accuracy" or self.keep_models
+        if plain_first:
+            found, per_map = self._plain_first(read, candidates, grid, kind, rng_for, keep)
+        else:
+            per_map = read([c.kernel_ for c in candidates])
+            found = self._validate([fold_pairs(g, kind == "kfold") for g in per_map], grid, rng_for, keep_paths=keep)
+        t_algebra = t_pass + pass_seconds
         accuracy = train_accuracy = None
         t_score = time.perf_counter()
         if scoring == "accuracy":
@@ -308,13 +330,14 @@ class _SearchCV:
         best = best_index(results)
         params = dict(results["params"][best])
         b = [s.text for s in grid.bandwidths].index(params["bandwidth"])
+        groups_b = per_map[b]
         warn_at_edges(grid, params, values, values[b])
 
         self.cv_results_ = results
         self.best_index_ = best
         self.best_params_ = params
         self.best_score_ = float(results["mean_test_score"][best])
-        self.n_splits_ = len(per_map[0]) if kind == "kfold" else 1
+        self.n_splits_ = len(groups_b) if kind == "kfold" else 1
         self.n_candidates_ = grid.n_candidates
         self.median_bandwidth_ = median
         self.bandwidth_ = float(values[b])
@@ -330,7 +353,7 @@ class _SearchCV:
         self.n_passes_ = passes
 
         # the refit: the chosen selection made again from all rows' statistics, no pass
-        total = sum(per_map[b])
+        total = sum(groups_b)
         variant = Variant(params["selection"], params.get("lam"), params.get("rho"))
         m, m0 = params["n_components"], grid.n_candidates
         cand = candidates[b]
@@ -363,6 +386,41 @@ class _SearchCV:
         }
         return total.subset(idx, scales), kernel
 
+    def _plain_first(self, read: object, candidates: list, grid: SearchGrid, kind: str, rng_for: object,
+                     keep: bool) -> tuple[GridErrors, list]:
+        """``bandwidth_choice="plain-first"``: two reads of X, the candidates' Gram at one bandwidth only.
+
+        Read 1 accumulates only the plain features (the first ``max(M)``
+        candidates) at every bandwidth; read 2 all ``M0`` candidates at the
+        bandwidth their validation chose. Returns the errors and, per
+        bandwidth, the row groups the refit can use: all ``M0`` candidates'
+        at the chosen bandwidth, the first ``max(M)`` candidates' (enough for
+        the plain features) at the others.
+        """
+        m0, m_max = grid.n_candidates, int(grid.n_components.max())
+        plain = [v for v, var in enumerate(grid.variants) if var.criterion is None]
+        others = [v for v, var in enumerate(grid.variants) if var.criterion is not None]
+        kw = self._validation_options(keep)
+        # the first m_max candidates, read as a map of m_max candidates (each at scale sqrt(M0 / m_max))
+        up = np.full(m_max, np.sqrt(m0 / m_max))
+        per_map = list(read([c.kernel_.subset(np.arange(m_max), np.ones(m_max)) for c in candidates]))
+        pairs = [fold_pairs(tuple(g.subset(np.arange(m_max), up) for g in groups), kind == "kfold") for groups in per_map]
+        small = dataclasses.replace(grid, variants=(grid.variants[plain[0]],), n_candidates=m_max, candidate_ratio=None)
+        first = validate_grid(pairs, small, rng_for, **kw)
+        if first.paths is not None:  # scales on the M0-candidate maps, as every other path's
+            first.paths = {key: (idx, sc * up[0], c, i) for key, (idx, sc, c, i) in first.paths.items()}
+        b = _plain_choice(first)
+        groups_b = read([candidates[b].kernel_])[0]
+        rest = validate_grid([fold_pairs(groups_b, kind == "kfold")],
+                             dataclasses.replace(grid, variants=tuple(grid.variants[v] for v in others)), rng_for, **kw)
+        found = merge_errors([(first, list(range(len(candidates))), plain), (rest, [b], others)], grid, len(candidates))
+        per_map[b] = groups_b
+        return found, per_map
+
+    def _validation_options(self, keep_paths: bool) -> dict:
+        return dict(task=self._task, fit_intercept=self.fit_intercept, rtol=statistics_rtol(self.dtype),
+                    keep_paths=keep_paths, leverage_rows=self.leverage_rows, train_scores=self.return_train_score)
+
     def _validate(self, pairs: list, grid: SearchGrid, rng_for: object, *, keep_paths: bool) -> GridErrors:
         """Every configuration's errors (:func:`validate_grid`); ``bandwidth_choice="plain"`` prunes first.
 
@@ -371,15 +429,13 @@ class _SearchCV:
         the first of equals) is the only one where the other selections are
         searched. Their rows elsewhere stay NaN (never chosen).
         """
-        kw = dict(task=self._task, fit_intercept=self.fit_intercept, rtol=statistics_rtol(self.dtype),
-                  keep_paths=keep_paths, leverage_rows=self.leverage_rows, train_scores=self.return_train_score)
+        kw = self._validation_options(keep_paths)
         plain = [v for v, var in enumerate(grid.variants) if var.criterion is None]
         others = [v for v, var in enumerate(grid.variants) if var.criterion is not None]
         if self.bandwidth_choice == "joint" or len(pairs) == 1 or not others:
             return validate_grid(pairs, grid, rng_for, **kw)
         first = validate_grid(pairs, dataclasses.replace(grid, variants=(grid.variants[plain[0]],)), rng_for, **kw)
-        top = [np.nan_to_num(e[:, 0, -1].mean(axis=0), nan=np.inf).min() for e in first.mse]
-        b = int(np.argmin(top))
+        b = _plain_choice(first)
         rest = validate_grid([pairs[b]], dataclasses.replace(grid, variants=tuple(grid.variants[v] for v in others)),
                              rng_for, **kw)
         return merge_errors([(first, list(range(len(pairs))), plain), (rest, [b], others)], grid, len(pairs))
@@ -484,116 +540,6 @@ class _SearchCV:
         if self._task == "classification":
             out["error"] = np.concatenate([sc.error for sc in scores])
         return out
-
-
-_SEARCH_PARAMETERS = """
-    bandwidths : list of float or str, default=("median*0.25", "median*0.5", "median", "median*2", "median*4")
-        Kernel bandwidths ``sigma``: numbers, or multiples of the median
-        heuristic (``"median"``, ``"median*0.5"``, ``"2*median"``: the median
-        pairwise distance of 1000 sampled rows, one extra read of X). All
-        bandwidths share one draw of frequencies, scaled by ``1 / sigma``.
-    n_components : list of int, default=(100, 300, 1000)
-        Numbers of features ``M``; each is a prefix of the selection of the
-        largest (nested top-M orders, or the first M of one i.i.d. draw).
-    selections : list of str, default=("none",)
-        ``"none"`` (the first M of the candidates: plain random features),
-        ``"elss-sample"`` and ``"elss-top"`` (ELSS Algorithms 1 and 2, one
-        per ``lams`` value), ``"eerf"`` (energy top-M), ``"lkrf"`` and
-        ``"lkrf-top"`` (LKRF sampling and top-M, one per ``rhos`` value).
-    lams : list of float, default=(1e-3,)
-        ELSS leverage penalties (normalised convention).
-    rhos : list of float, default=(1.0,)
-        LKRF chi-square radii.
-    alphas : list of float, default=1e-10 ... 1 (11 powers of 10)
-        Ridge penalties; the objective is ``(1/N) |Y - Z theta - beta|^2 + alpha |theta|^2``.
-    n_candidates : int, optional
-        ``M0``, the candidates drawn per bandwidth. Default: 10 times the
-        largest M when a selection other than ``"none"`` is searched, else
-        the largest M (``candidate_ratio`` times it, when given).
-    candidate_ratio : int, optional
-        ``r``: each M chooses its features among the first ``r * M``
-        candidates (the ELSS paper's ``M0 = 10 M`` with ``r = 10``), a prefix
-        of the ``n_candidates`` drawn (as a map of ``r * M`` features). Each M
-        then has a selection of its own instead of a prefix of the largest
-        M's selection (and, for ELSS, a spectrum of its own).
-    leverage_rows : {"train", "all"}, default="train"
-        The rows whose Gram gives the ELSS leverage scores during the
-        search: each fold's training rows, or every row (``N0 = N`` of the
-        ELSS paper: the validation rows' inputs are used, never their
-        targets; one spectrum per bandwidth serves every fold).
-    bandwidth_choice : {"joint", "plain"}, default="joint"
-        ``"joint"``: every selection at every bandwidth. ``"plain"``: the
-        bandwidth is a kernel parameter shared by all selections (as in the
-        ELSS paper): the plain features (``"none"``, required) are validated
-        at every bandwidth, and the other selections only at the bandwidth
-        whose largest M has the lowest validation MSE; their rows at the other
-        bandwidths are NaN (never chosen), and their algebra is saved.
-    kernel : {"gaussian", "laplacian", "cauchy"}, default="gaussian"
-    sampling : {"iid", "orthogonal", "qmc", "structured"}, default="iid"
-    dtype : {"float32", "float64"}, default="float32"
-        Feature arithmetic in the pass (sums are float64 either way).
-    cv : int, float or bool array, default=5
-        ``k >= 2``: k folds by a hash of the row index (fold ``j``'s
-        statistics are summed apart in the one pass, and its training
-        statistics are the total minus fold ``j``); a fraction in (0, 1): a
-        hashed hold-out; a boolean mask: True marks validation rows.
-    cv_seed : int, default=0
-        Seed of the hashed folds or hold-out.
-    fit_intercept : bool, default=True
-    return_train_score : bool, default=False
-        Also score every configuration on each fold's training rows:
-        ``mean_train_score``, ``std_train_score``, ``splitJ_train_score``
-        (R^2 from the statistics, or the classifier's accuracy from its
-        scoring pass), ``mean_train_mse`` and ``splitJ_train_mse``.
-    keep_models : bool, default=False
-        Keep every configuration's model fitted on each fold's training rows
-        (:meth:`fold_models`, :meth:`score_configurations`); memory of about
-        ``configurations x M x 8`` bytes per fold.
-    random_state : int, RandomState, Generator or None
-        Seeds the candidates and the selections. The candidates of bandwidth
-        ``s`` are those of ``RandomFourierFeatures(M0, bandwidth=s,
-        random_state=random_state)``, and a selection is the one its selector
-        (e.g. ``LeverageScoreSampler(..., random_state=random_state)``) makes.
-"""
-
-_SEARCH_ATTRIBUTES = """
-    best_params_ : dict
-        The chosen ``bandwidth`` (as given), ``selection``, ``n_components``,
-        ``alpha``, and ``lam`` or ``rho`` where the selection has one.
-    best_score_ : float
-        Its mean validation score over folds.
-    best_index_ : int
-        Its row in ``cv_results_``.
-    cv_results_ : dict of arrays
-        One entry per configuration (bandwidth, selection variant, M, alpha,
-        in that nesting order): ``params``, ``param_*``, ``bandwidth_value``,
-        ``mean_test_score``, ``std_test_score``, ``rank_test_score``,
-        ``splitJ_test_score``, ``mean_validation_mse`` and ``splitJ_validation_mse``.
-    n_passes_ : int
-        Reads of X: 1 for the search, plus 1 for a median bandwidth's sample
-        (for the classifier, plus 1 with ``scoring="accuracy"`` and the
-        logistic refit's passes).
-    bandwidth_ : float
-        The chosen bandwidth's value; ``median_bandwidth_`` the median
-        heuristic (None when not used).
-    alpha_ : float
-    alphas_, validation_errors_ : ndarray
-        The alpha grid and the mean validation MSE along it for the chosen
-        bandwidth, selection and M.
-    n_splits_, n_candidates_, random_state_ : int
-        Folds (1 for a hold-out), M0 and the seed actually used.
-    search_times_ : dict
-        Wall seconds of the search's parts: ``"median"`` (the bandwidth
-        sample and the candidates), ``"pass"`` (the one read of X),
-        ``"algebra"`` (every configuration's validation and the refit's
-        selection, on the client) and ``"scoring"`` (the classifier's
-        accuracy pass, else 0).
-    features_ : fitted selector, or the candidate map (for ``"none"``, and with ``candidate_ratio``)
-    kernel_ : FeatureKernel
-        The chosen features, refitted on all rows.
-    coef_, intercept_, train_mse_, n_features_in_
-        As in the estimator refitted; ``train_mse_`` is on all rows.
-"""
 
 
 class RandomFeatureRidgeCV(_SearchCV, RandomFeatureRidge):

@@ -1,0 +1,120 @@
+"""The shared parameter and attribute text of the search estimators' docstrings."""
+
+_SEARCH_PARAMETERS = """
+    bandwidths : list of float or str, default=("median*0.25", "median*0.5", "median", "median*2", "median*4")
+        Kernel bandwidths ``sigma``: numbers, or multiples of the median
+        heuristic (``"median"``, ``"median*0.5"``, ``"2*median"``: the median
+        pairwise distance of 1000 sampled rows, one extra read of X). All
+        bandwidths share one draw of frequencies, scaled by ``1 / sigma``.
+    n_components : list of int, default=(100, 300, 1000)
+        Numbers of features ``M``; each is a prefix of the selection of the
+        largest (nested top-M orders, or the first M of one i.i.d. draw).
+    selections : list of str, default=("none",)
+        ``"none"`` (the first M of the candidates: plain random features),
+        ``"elss-sample"`` and ``"elss-top"`` (ELSS Algorithms 1 and 2, one
+        per ``lams`` value), ``"eerf"`` (energy top-M), ``"lkrf"`` and
+        ``"lkrf-top"`` (LKRF sampling and top-M, one per ``rhos`` value).
+    lams : list of float, default=(1e-3,)
+        ELSS leverage penalties (normalised convention).
+    rhos : list of float, default=(1.0,)
+        LKRF chi-square radii.
+    alphas : list of float, default=1e-10 ... 1 (11 powers of 10)
+        Ridge penalties; the objective is ``(1/N) |Y - Z theta - beta|^2 + alpha |theta|^2``.
+    n_candidates : int, optional
+        ``M0``, the candidates drawn per bandwidth. Default: 10 times the
+        largest M when a selection other than ``"none"`` is searched, else
+        the largest M (``candidate_ratio`` times it, when given).
+    candidate_ratio : int, optional
+        ``r``: each M chooses its features among the first ``r * M``
+        candidates (the ELSS paper's ``M0 = 10 M`` with ``r = 10``), a prefix
+        of the ``n_candidates`` drawn (as a map of ``r * M`` features). Each M
+        then has a selection of its own instead of a prefix of the largest
+        M's selection (and, for ELSS, a spectrum of its own).
+    leverage_rows : {"train", "all"}, default="train"
+        The rows whose Gram gives the ELSS leverage scores during the
+        search: each fold's training rows, or every row (``N0 = N`` of the
+        ELSS paper: the validation rows' inputs are used, never their
+        targets; one spectrum per bandwidth serves every fold).
+    bandwidth_choice : {"joint", "plain", "plain-first"}, default="joint"
+        ``"joint"``: every selection at every bandwidth. ``"plain"``: the
+        bandwidth is a kernel parameter shared by all selections (as in the
+        ELSS paper): the plain features (``"none"``, required) are validated
+        at every bandwidth, and the other selections only at the bandwidth
+        whose largest M has the lowest validation MSE; their rows at the other
+        bandwidths are NaN (never chosen), and their algebra is saved.
+        ``"plain-first"``: the same choice from two reads of X instead of
+        one: the first accumulates only the plain features (the first
+        ``max(M)`` candidates) at every bandwidth, the second all ``M0``
+        candidates at the chosen bandwidth. The pass's ``N M0^2`` Gram is then
+        formed once rather than once per bandwidth, for ``B`` bandwidths
+        ``B N max(M)^2 + N M0^2`` multiply-adds against ``B N M0^2``: worth a
+        second read whenever ``M0`` is several times ``max(M)`` (the ELSS
+        paper's ``M0 = 10 M``). The validation errors equal ``"plain"``'s up
+        to the rounding of the statistics.
+    kernel : {"gaussian", "laplacian", "cauchy"}, default="gaussian"
+    sampling : {"iid", "orthogonal", "qmc", "structured"}, default="iid"
+    dtype : {"float32", "float64"}, default="float32"
+        Feature arithmetic in the pass (sums are float64 either way).
+    cv : int, float or bool array, default=5
+        ``k >= 2``: k folds by a hash of the row index (fold ``j``'s
+        statistics are summed apart in the one pass, and its training
+        statistics are the total minus fold ``j``); a fraction in (0, 1): a
+        hashed hold-out; a boolean mask: True marks validation rows.
+    cv_seed : int, default=0
+        Seed of the hashed folds or hold-out.
+    fit_intercept : bool, default=True
+    return_train_score : bool, default=False
+        Also score every configuration on each fold's training rows:
+        ``mean_train_score``, ``std_train_score``, ``splitJ_train_score``
+        (R^2 from the statistics, or the classifier's accuracy from its
+        scoring pass), ``mean_train_mse`` and ``splitJ_train_mse``.
+    keep_models : bool, default=False
+        Keep every configuration's model fitted on each fold's training rows
+        (:meth:`fold_models`, :meth:`score_configurations`); memory of about
+        ``configurations x M x 8`` bytes per fold.
+    random_state : int, RandomState, Generator or None
+        Seeds the candidates and the selections. The candidates of bandwidth
+        ``s`` are those of ``RandomFourierFeatures(M0, bandwidth=s,
+        random_state=random_state)``, and a selection is the one its selector
+        (e.g. ``LeverageScoreSampler(..., random_state=random_state)``) makes.
+"""
+
+_SEARCH_ATTRIBUTES = """
+    best_params_ : dict
+        The chosen ``bandwidth`` (as given), ``selection``, ``n_components``,
+        ``alpha``, and ``lam`` or ``rho`` where the selection has one.
+    best_score_ : float
+        Its mean validation score over folds.
+    best_index_ : int
+        Its row in ``cv_results_``.
+    cv_results_ : dict of arrays
+        One entry per configuration (bandwidth, selection variant, M, alpha,
+        in that nesting order): ``params``, ``param_*``, ``bandwidth_value``,
+        ``mean_test_score``, ``std_test_score``, ``rank_test_score``,
+        ``splitJ_test_score``, ``mean_validation_mse`` and ``splitJ_validation_mse``.
+    n_passes_ : int
+        Reads of X: 1 for the search (2 with ``bandwidth_choice="plain-first"``
+        and more than one bandwidth), plus 1 for a median bandwidth's sample
+        (for the classifier, plus 1 with ``scoring="accuracy"`` and the
+        logistic refit's passes).
+    bandwidth_ : float
+        The chosen bandwidth's value; ``median_bandwidth_`` the median
+        heuristic (None when not used).
+    alpha_ : float
+    alphas_, validation_errors_ : ndarray
+        The alpha grid and the mean validation MSE along it for the chosen
+        bandwidth, selection and M.
+    n_splits_, n_candidates_, random_state_ : int
+        Folds (1 for a hold-out), M0 and the seed actually used.
+    search_times_ : dict
+        Wall seconds of the search's parts: ``"median"`` (the bandwidth
+        sample and the candidates), ``"pass"`` (the search's reads of X),
+        ``"algebra"`` (every configuration's validation and the refit's
+        selection, on the client) and ``"scoring"`` (the classifier's
+        accuracy pass, else 0).
+    features_ : fitted selector, or the candidate map (for ``"none"``, and with ``candidate_ratio``)
+    kernel_ : FeatureKernel
+        The chosen features, refitted on all rows.
+    coef_, intercept_, train_mse_, n_features_in_
+        As in the estimator refitted; ``train_mse_`` is on all rows.
+"""
