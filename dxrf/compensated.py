@@ -153,14 +153,9 @@ class CompensatedSums:
             diag[...] = np.triu(diag) + np.triu(diag, 1).T
             gram[r1:, r0:r1] = gram[r0:r1, r1:].T
         n = float(total["wsum"][0]) if "wsum" in total else self.n  # the total weight W of weighted rows
+        targets = () if self.k is None else (total["cross"], total["ysum"], total["yy"])
         if transform is not None:
-            T = np.asarray(transform, dtype=np.float64)
-            stats = FeatureStats(T.T @ (gram @ T), T.T @ total["sum"], n)
-            if self.k is not None:
-                stats.cross = T.T @ total["cross"]
-                stats.ysum = total["ysum"]
-                stats.yy = total["yy"]
-            return stats
+            return FeatureStats(gram, total["sum"], n, *targets).transformed(transform)
         for r0, r1, _ in bands:
             gram[r0:r1] *= np.multiply.outer(scale[r0:r1], scale)
         stats = FeatureStats(gram, total["sum"] * scale, n)

@@ -187,6 +187,17 @@ class FeatureStats:
         cross = None if self.cross is None else self.cross[index] * s[:, None]
         return FeatureStats(gram, self.sum[index] * s, self.n, cross, self.ysum, self.yy)
 
+    def transformed(self, T: np.ndarray) -> FeatureStats:
+        """Exact statistics of the features ``z T`` (``T`` of shape (M, M'), e.g. a Nyström whitening).
+
+        ``T^T G T``, ``T^T sum`` and ``T^T cross``; the targets' sums are unchanged.
+        """
+        T = np.asarray(T, dtype=np.float64)
+        if T.ndim != 2 or T.shape[0] != self.n_components:
+            raise ValueError(f"T has shape {T.shape}; expected ({self.n_components}, M') for {self.n_components} features")
+        cross = None if self.cross is None else T.T @ self.cross
+        return FeatureStats(T.T @ (self.gram @ T), T.T @ self.sum, self.n, cross, self.ysum, self.yy)
+
 
 # -- the per-block kernel ------------------------------------------------------
 

@@ -268,6 +268,10 @@ def test_grid_parsing():
         dxrf.RandomFeatureClassifierCV(bandwidths=["median"], n_components=[30], selections=["none", "lkrf"],
                                        alphas=[1e-3], loss="logistic", scoring="accuracy", dtype="float64", cv=0.3,
                                        random_state=0),
+        dxrf.RandomFeatureRidgeCV(features="nystroem", bandwidths=[1.0, "median"], n_components=[5, 10],
+                                  alphas=[1e-4, 1e-2], dtype="float64", cv=3, random_state=0),
+        dxrf.RandomFeatureClassifierCV(features="nystroem", bandwidths=["median"], n_components=[5, 10],
+                                       alphas=[1e-3], scoring="accuracy", dtype="float64", cv=0.3, random_state=0),
     ],
     expected_failed_checks=weight_xfails,
 )

@@ -107,15 +107,24 @@ class RaceConfig:
     (Efraimidis & Spirakis' race). ``kernel`` None gives uniform weights;
     else ``w_i = |z(x_i) T|^2`` with ``z`` the random features of ``kernel``
     and ``T`` an upper-triangular ``M0 x M0`` matrix (the ridge leverage
-    scores of the features, see :func:`leverage_transform`).
+    scores of the features, see :func:`leverage_transform`). ``order``:
+    the sample is returned sorted by row index (``"row"``) or by key
+    (``"key"``: its first ``m`` rows are then the race of size ``m``, a
+    nested sample for every ``m``).
     """
 
-    def __init__(self, size: int, seed: int, n_features: int, kernel: object = None, T: np.ndarray | None = None) -> None:
+    def __init__(
+        self, size: int, seed: int, n_features: int, kernel: object = None, T: np.ndarray | None = None,
+        order: str = "row",
+    ) -> None:
         self.size = int(size)
         self.seed = int(seed)
         self.n_features = int(n_features)
         self.kernel = kernel
         self.T = T
+        if order not in ("row", "key"):
+            raise ValueError(f"order must be 'row' or 'key', got {order!r}")
+        self.order = order
 
     @property
     def nbytes(self) -> int:
@@ -124,7 +133,7 @@ class RaceConfig:
     def __dask_tokenize__(self) -> tuple:
         from dask.base import tokenize
 
-        return ("dxrf-landmark-race", self.size, self.seed, self.n_features, tokenize(self.kernel, self.T))
+        return ("dxrf-landmark-race", self.size, self.seed, self.n_features, self.order, tokenize(self.kernel, self.T))
 
 
 # rows of random features per step of a leverage race: bounded memory per block
@@ -173,13 +182,14 @@ def _race_merge(*parts: tuple) -> tuple:
 
 
 def _race_finish(partial: tuple, cfg: RaceConfig) -> tuple:
-    _, _, rows, values, weights = partial
-    order = np.argsort(rows)
+    _, keys, rows, values, weights = partial
+    # by key, ties by row index: the race's own order, whatever the blocks
+    order = np.argsort(rows) if cfg.order == "row" else _smallest(rows.size, keys, rows)
     return rows[order], values[order], weights[order]
 
 
 def race_pass(cfg: RaceConfig) -> Pass:
-    """The engine's pass of a landmark race: returns ``(row indices, rows, weights)`` sorted by row index."""
+    """The engine's pass of a landmark race: returns ``(row indices, rows, weights)`` sorted by ``cfg.order``."""
     return Pass(block=_race_block, merge=_race_merge, finish=_race_finish, partial_bytes=cfg.size * (cfg.n_features + 3) * 8)
 
 

@@ -22,10 +22,43 @@ from .kernel import FeatureKernel
 from .landmarks import LANDMARK_KERNELS, RaceConfig, inverse_sqrt, leverage_transform, race_pass
 from .maps import KernelTransformer, RandomFourierFeatures, _resolve_bandwidth, check_bandwidth
 
-__all__ = ["NystroemFeatures", "LANDMARK_METHODS"]
+__all__ = ["NystroemFeatures", "LANDMARK_METHODS", "landmark_kernel", "uniform_landmarks"]
 
 LANDMARK_METHODS = ("uniform", "leverage")
 _EXACT = {"gaussian": exact.gaussian_kernel, "laplacian": exact.laplacian_kernel, "cauchy": exact.cauchy_kernel}
+
+
+def landmark_kernel(W: np.ndarray, kernel: str, bandwidth: float, *, whiten: bool = True) -> FeatureKernel:
+    """The Nyström kernel of the landmarks ``W[:, j]`` (stored in the features' dtype).
+
+    ``whiten=True``: the features ``k(x, L) K_LL^{-1/2}`` of
+    :class:`NystroemFeatures` (:func:`inverse_sqrt` of the landmarks'
+    exact kernel matrix, floored for ``W``'s dtype); ``whiten=False``: the
+    kernel values ``k(x, L)`` themselves, whose statistics any prefix of
+    the landmarks can be whitened from (the model search).
+    """
+    whitening = inverse_sqrt(_EXACT[kernel](W.T, None, bandwidth), W.dtype) if whiten else None
+    return FeatureKernel(
+        f"nystroem-{kernel}", np.ones(W.shape[1]), int(W.shape[0]), W=W, bandwidth=bandwidth, whitening=whitening
+    )
+
+
+def race_seed(rng: np.random.Generator) -> int:
+    """The seed of a landmark race drawn from the map's generator."""
+    return int(rng.integers(2**63))
+
+
+def uniform_landmarks(X: np.ndarray | da.Array, size: int, random_state: object) -> tuple[np.ndarray, np.ndarray]:
+    """``size`` uniform rows of X in one race pass, ordered by their keys: ``(row indices, rows as float64)``.
+
+    The race of ``NystroemFeatures(size, random_state=random_state)`` with
+    a numeric bandwidth, so the first ``m`` rows are the ones
+    ``NystroemFeatures(m, random_state=random_state)`` draws (in its order
+    of row indices): a nested uniform sample for every ``m``.
+    """
+    cfg = RaceConfig(size, race_seed(make_rng(random_state)), int(X.shape[1]), order="key")
+    rows, L, _ = run_pass(race_pass(cfg), X, (), (cfg,))
+    return rows, L
 
 
 class NystroemFeatures(KernelTransformer):
@@ -170,7 +203,6 @@ class NystroemFeatures(KernelTransformer):
         self._check_params()
         X = self._validate_X(X, reset=True)
         n, d = int(X.shape[0]), int(X.shape[1])
-        dtype = check_float_dtype(self.dtype)
         given = not isinstance(self.landmarks, str)
         m = None if given else (100 if self.n_components is None else int(self.n_components))
         if m is not None and m > n:
@@ -181,38 +213,41 @@ class NystroemFeatures(KernelTransformer):
                              "use fewer landmarks (n_components)")
         rng = make_rng(self.random_state)
         metric = "cityblock" if self.kernel == "laplacian" else "euclidean"
-        self.bandwidth_ = _resolve_bandwidth(self.bandwidth, X, rng, self.median_samples, metric)
+        bandwidth = _resolve_bandwidth(self.bandwidth, X, rng, self.median_samples, metric)
         passes = int(isinstance(self.bandwidth, str))
+        rows = None
         if given:
             L = self._given_landmarks(d)
-            self.landmark_indices_ = None
         else:
-            seed = int(rng.integers(2**63))
-            cfg = RaceConfig(m, seed, d)
+            cfg = RaceConfig(m, race_seed(rng), d)
             if self.landmarks == "leverage":
-                cfg.kernel, cfg.T = self._leverage_weights(X, rng)
+                cfg.kernel, cfg.T = self._leverage_weights(X, rng, bandwidth)
                 passes += 1
             rows, L, _ = run_pass(race_pass(cfg), X, (), (cfg,))
             passes += 1
-            self.landmark_indices_ = rows
-        # the landmarks as the features will use them (rounded to the dtype), and their kernel matrix
-        W = np.ascontiguousarray(L.T.astype(dtype))
-        K = _EXACT[self.kernel](W.T, None, self.bandwidth_)
-        whitening = inverse_sqrt(K, dtype)
-        self.kernel_ = FeatureKernel(
-            f"nystroem-{self.kernel}", np.ones(W.shape[1]), d, W=W, bandwidth=self.bandwidth_, whitening=whitening
-        )
+        return self._set_landmarks(L, rows, bandwidth, passes)
+
+    def _set_landmarks(self, L: np.ndarray, rows: np.ndarray | None, bandwidth: float, passes: int) -> NystroemFeatures:
+        """The fitted state from landmark rows ``L`` (float64, M x d) and their row indices (also for the search's refit)."""
+        # the landmarks as the features will use them (rounded to the dtype), and their whitening
+        W = np.ascontiguousarray(L.T.astype(check_float_dtype(self.dtype)))
+        self.bandwidth_ = float(bandwidth)
+        self.landmark_indices_ = rows
+        self.kernel_ = landmark_kernel(W, self.kernel, self.bandwidth_)
+        self.n_features_in_ = int(W.shape[0])
         self._n_features_out = W.shape[1]
         self.n_passes_ = passes
         return self
 
-    def _leverage_weights(self, X: np.ndarray | da.Array, rng: np.random.Generator) -> tuple[FeatureKernel, np.ndarray]:
+    def _leverage_weights(
+        self, X: np.ndarray | da.Array, rng: np.random.Generator, bandwidth: float
+    ) -> tuple[FeatureKernel, np.ndarray]:
         """Pass 1 of leverage landmarks: random Fourier features' Gram, and the transform of their scores."""
         from ..stats import accumulate
 
         # float32 features: the scores only weight a sample, and N lam I keeps their Gram well conditioned
         rff = RandomFourierFeatures(
-            self.leverage_components, kernel=self.kernel, bandwidth=self.bandwidth_, dtype="float32",
+            self.leverage_components, kernel=self.kernel, bandwidth=bandwidth, dtype="float32",
             random_state=int(rng.integers(2**63)),
         ).fit(X[:1])
         stats = accumulate(X, features=rff.kernel_)

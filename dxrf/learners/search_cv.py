@@ -7,6 +7,8 @@ else is dense algebra on those statistics (:mod:`dxrf.search`): every
 selection method and its penalty, every number of features ``M`` (prefixes of
 one selection) and every ridge penalty ``alpha`` is validated exactly, and
 the best configuration is refitted on all rows from the same statistics.
+With ``features="nystroem"`` the candidates are Nyström landmarks drawn by one
+race pass, whitened per (bandwidth, M) (:mod:`dxrf.search.landmarks`).
 """
 
 from __future__ import annotations
@@ -32,9 +34,12 @@ from .._validation import (
     is_integer,
 )
 from .._weights import check_class_weight
+from ..features.landmarks import LANDMARK_KERNELS
 from ..features.maps import RandomFourierFeatures
+from ..features.nystroem import NystroemFeatures, landmark_kernel, uniform_landmarks
 from ..search.evaluate import GridErrors, candidate_prefix, fold_pairs, merge_errors, select_largest, validate_grid
 from ..search.grid import SearchGrid, Variant, check_grid
+from ..search.landmarks import validate_landmarks
 from ..search.results import best_index, results_table, warn_at_edges
 from ..selection.selectors import (
     EnergyScoreSelector,
@@ -57,6 +62,7 @@ DEFAULT_ALPHAS = tuple(10.0**p for p in range(-10, 1))
 SCORINGS = ("r2", "accuracy")
 LEVERAGE_ROWS = ("train", "all")
 BANDWIDTH_CHOICES = ("joint", "plain", "plain-first")
+FEATURES = ("fourier", "nystroem")
 
 
 def check_cv(cv: object, n_rows: int) -> tuple[str, object]:
@@ -122,13 +128,14 @@ def stacked_models(kernel: object, entries: list, task: str) -> LinearModels:
 
 
 def validation_accuracy(
-    X: object, T: object, candidates: list, found: object, grid: SearchGrid, kind: str, cv: object, cv_seed: int,
+    X: object, T: object, kernels: list, found: object, grid: SearchGrid, kind: str, cv: object, cv_seed: int,
     sample_weight: object = None,
 ) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Validation and training accuracy of every configuration, from one scoring pass over X.
 
     Each fold's models (every variant, M and alpha, fitted on the fold's
-    training rows) are scattered onto their bandwidth's candidates, so one
+    training rows) are scattered onto their bandwidth's candidate kernel
+    (``kernels[b]``: the candidates, or the landmarks' kernel values), so one
     product per tile scores them all (:func:`dxrf.score_models`); fold ``j``'s
     models are read on fold ``j``'s rows for validation, and on the other
     rows for training. With ``sample_weight`` the accuracy is the weighted
@@ -137,18 +144,18 @@ def validation_accuracy(
     """
     n_folds = len(found.mse[0])
     models, kept = [], []
-    for b, cand in enumerate(candidates):
+    for b, kernel in enumerate(kernels):
         # the (variant, M) searched at this bandwidth (all, unless bandwidth_choice="plain" pruned some)
         present = [(v, i) for v in range(len(grid.variants)) for i in range(grid.n_components.size) if (b, 0, v, i) in found.paths]
         kept.append(present)
         for f in range(n_folds):
-            models.append(stacked_models(cand.kernel_, [found.paths[b, f, v, i] for v, i in present], "classification"))
+            models.append(stacked_models(kernel, [found.paths[b, f, v, i] for v, i in present], "classification"))
     codes = class_codes(T)
     if kind == "kfold":
         scores = score_models(X, codes, models, folds=cv, split_seed=cv_seed, sample_weight=sample_weight)
-        valid = [[scores[f][b * n_folds + f].error for f in range(n_folds)] for b in range(len(candidates))]
+        valid = [[scores[f][b * n_folds + f].error for f in range(n_folds)] for b in range(len(kernels))]
         train = []
-        for b in range(len(candidates)):
+        for b in range(len(kernels)):
             per_fold = []
             for f in range(n_folds):
                 others = [scores[j][b * n_folds + f] for j in range(n_folds) if j != f]  # n: rows or total weight
@@ -157,8 +164,8 @@ def validation_accuracy(
             train.append(per_fold)
     else:
         tr, va = score_models(X, codes, models, split=cv, split_seed=cv_seed, sample_weight=sample_weight)
-        valid = [[va[b].error] for b in range(len(candidates))]
-        train = [[tr[b].error] for b in range(len(candidates))]
+        valid = [[va[b].error] for b in range(len(kernels))]
+        train = [[tr[b].error] for b in range(len(kernels))]
     shape = (len(grid.variants), grid.n_components.size, grid.alphas.size)
 
     def spread(e: np.ndarray, present: list) -> np.ndarray:
@@ -219,7 +226,8 @@ class _SearchCV:
 
     def _candidate_map(self, n_candidates: int, bandwidth: float, seed: int) -> RandomFourierFeatures:
         return RandomFourierFeatures(
-            n_candidates, kernel=self.kernel, bandwidth=bandwidth, sampling=self.sampling,
+            n_candidates, kernel=self.kernel, bandwidth=bandwidth,
+            sampling=self.sampling if self.features == "fourier" else "iid",  # Nystroem: only the median probe
             dtype=self.dtype, random_state=seed,
         )
 
@@ -256,6 +264,19 @@ class _SearchCV:
                 f"bandwidth_choice={self.bandwidth_choice!r} chooses the bandwidth by the plain features: "
                 "add 'none' to selections"
             )
+        if check_choice(self.features, "features", FEATURES) == "nystroem":
+            check_choice(self.kernel, "kernel", LANDMARK_KERNELS)
+            if any(v.criterion is not None for v in grid.variants):
+                raise ValueError(
+                    f"selections={self.selections!r}: with features='nystroem' only selections=['none'] is "
+                    "searched (the selections choose among random Fourier candidates)"
+                )
+            for name in ("n_candidates", "candidate_ratio"):
+                if getattr(self, name) is not None:
+                    raise ValueError(
+                        f"{name}={getattr(self, name)!r} is for random Fourier candidates; with features='nystroem' "
+                        f"give {name}=None (the landmarks are the first max(n_components) rows of one uniform sample)"
+                    )
         return grid
 
     def _search(
@@ -271,11 +292,16 @@ class _SearchCV:
         kind, cv = check_cv(self.cv, X.shape[0])
         plain_first = (self.bandwidth_choice == "plain-first" and len(grid.bandwidths) > 1
                        and any(v.criterion is not None for v in grid.variants))
+        nystroem = self.features == "nystroem"
+        if nystroem and grid.n_candidates > X.shape[0]:
+            raise ValueError(f"n_components holds M={grid.n_candidates} landmarks but X has n_samples={X.shape[0]}: "
+                             f"use at most {X.shape[0]}")
         # the Grams of every bandwidth and fold: refused before any feature is drawn
         check_statistics(
-            grid.n_candidates, "n_candidates",
-            "use fewer candidates (n_candidates, default 10 x the largest n_components), fewer bandwidths or "
-            "fewer folds (cv), or more memory",
+            grid.n_candidates, "n_components" if nystroem else "n_candidates",
+            ("use fewer landmarks (the largest n_components)" if nystroem else
+             "use fewer candidates (n_candidates, default 10 x the largest n_components)")
+            + ", fewer bandwidths or fewer folds (cv), or more memory",
             maps=1 if plain_first else len(grid.bandwidths), groups=cv if kind == "kfold" else 2, X=X,
         )
         seed = _resolve_seed(self.random_state)
@@ -288,7 +314,15 @@ class _SearchCV:
             median = float(probe.bandwidth_)
             passes += 1
         values = [b.resolve(median) for b in grid.bandwidths]
-        candidates = [self._candidate_map(grid.n_candidates, v, seed).fit(X) for v in values]
+        if nystroem:
+            # one uniform race (a read of X), ordered by key: every bandwidth's landmarks, each M a prefix
+            rows, L = uniform_landmarks(X, grid.n_candidates, seed)
+            passes += 1
+            W = np.ascontiguousarray(L.T.astype(self.dtype))
+            kernels = [landmark_kernel(W, self.kernel, v, whiten=False) for v in values]
+        else:
+            candidates = [self._candidate_map(grid.n_candidates, v, seed).fit(X) for v in values]
+            kernels = [c.kernel_ for c in candidates]
         split = {"folds": cv} if kind == "kfold" else {"split": cv}
 
         def read(kernels: list) -> list:
@@ -307,16 +341,19 @@ class _SearchCV:
         t_pass = time.perf_counter()
         scoring = getattr(self, "scoring", "r2")
         keep = scoring == "accuracy" or self.keep_models
-        if plain_first:
-            found, per_map = self._plain_first(read, candidates, grid, kind, rng_for, keep)
+        if nystroem:
+            per_map = read(kernels)
+            found = validate_landmarks(per_map, kernels, grid, kind == "kfold", rng_for, **self._validation_options(keep))
+        elif plain_first:
+            found, per_map = self._plain_first(read, kernels, grid, kind, rng_for, keep)
         else:
-            per_map = read([c.kernel_ for c in candidates])
+            per_map = read(kernels)
             found = self._validate([fold_pairs(g, kind == "kfold") for g in per_map], grid, rng_for, keep_paths=keep)
         t_algebra = t_pass + pass_seconds
         accuracy = train_accuracy = None
         t_score = time.perf_counter()
         if scoring == "accuracy":
-            accuracy, train_accuracy = validation_accuracy(X, T, candidates, found, grid, kind, cv, self.cv_seed,
+            accuracy, train_accuracy = validation_accuracy(X, T, kernels, found, grid, kind, cv, self.cv_seed,
                                                            sample_weight)
             passes += 1
         t_score = time.perf_counter() - t_score
@@ -325,7 +362,7 @@ class _SearchCV:
                                 train_score if self.return_train_score else None)
         # what fold_models and score_configurations build on (not saved with the model)
         self._fold_paths = found.paths if self.keep_models else None
-        self._candidate_kernels = [c.kernel_ for c in candidates]
+        self._candidate_kernels = kernels
         self._grid_shape = (len(values), len(grid.variants), grid.n_components.size, grid.alphas.size)
         best = best_index(results)
         params = dict(results["params"][best])
@@ -356,8 +393,16 @@ class _SearchCV:
         total = sum(groups_b)
         variant = Variant(params["selection"], params.get("lam"), params.get("rho"))
         m, m0 = params["n_components"], grid.n_candidates
-        cand = candidates[b]
-        if grid.candidate_ratio is not None and variant.criterion is not None:
+        cand = None if nystroem else candidates[b]
+        refit = None
+        if nystroem:
+            # the first M landmarks in NystroemFeatures' order (by row index): its map with them, exactly
+            order = np.argsort(rows[:m], kind="stable")
+            self.features_ = NystroemFeatures(m, kernel=self.kernel, bandwidth=values[b], dtype=self.dtype,
+                                              random_state=seed)._set_landmarks(L[order], rows[order], values[b], 1)
+            kernel = self.features_.kernel_
+            refit = total.subset(order).transformed(kernel.transform_matrix)
+        elif grid.candidate_ratio is not None and variant.criterion is not None:
             # the M's own prefix of ratio * M candidates, selected as in the search (no selector
             # takes a prefix of a candidate map): the candidate map is the features' base
             p = grid.candidate_ratio * m
@@ -384,9 +429,9 @@ class _SearchCV:
             "median": t_pass - clock, "pass": t_algebra - t_pass, "algebra": done - t_algebra - t_score,
             "scoring": t_score,
         }
-        return total.subset(idx, scales), kernel
+        return (total.subset(idx, scales) if refit is None else refit), kernel
 
-    def _plain_first(self, read: object, candidates: list, grid: SearchGrid, kind: str, rng_for: object,
+    def _plain_first(self, read: object, kernels: list, grid: SearchGrid, kind: str, rng_for: object,
                      keep: bool) -> tuple[GridErrors, list]:
         """``bandwidth_choice="plain-first"``: two reads of X, the candidates' Gram at one bandwidth only.
 
@@ -403,17 +448,17 @@ class _SearchCV:
         kw = self._validation_options(keep)
         # the first m_max candidates, read as a map of m_max candidates (each at scale sqrt(M0 / m_max))
         up = np.full(m_max, np.sqrt(m0 / m_max))
-        per_map = list(read([c.kernel_.subset(np.arange(m_max), np.ones(m_max)) for c in candidates]))
+        per_map = list(read([k.subset(np.arange(m_max), np.ones(m_max)) for k in kernels]))
         pairs = [fold_pairs(tuple(g.subset(np.arange(m_max), up) for g in groups), kind == "kfold") for groups in per_map]
         small = dataclasses.replace(grid, variants=(grid.variants[plain[0]],), n_candidates=m_max, candidate_ratio=None)
         first = validate_grid(pairs, small, rng_for, **kw)
         if first.paths is not None:  # scales on the M0-candidate maps, as every other path's
             first.paths = {key: (idx, sc * up[0], c, i) for key, (idx, sc, c, i) in first.paths.items()}
         b = _plain_choice(first)
-        groups_b = read([candidates[b].kernel_])[0]
+        groups_b = read([kernels[b]])[0]
         rest = validate_grid([fold_pairs(groups_b, kind == "kfold")],
                              dataclasses.replace(grid, variants=tuple(grid.variants[v] for v in others)), rng_for, **kw)
-        found = merge_errors([(first, list(range(len(candidates))), plain), (rest, [b], others)], grid, len(candidates))
+        found = merge_errors([(first, list(range(len(kernels))), plain), (rest, [b], others)], grid, len(kernels))
         per_map[b] = groups_b
         return found, per_map
 
@@ -501,8 +546,12 @@ class _SearchCV:
 
         Returns ``(index, scales)`` into its bandwidth's ``M0`` candidates: the
         model's feature ``j`` is ``scales[j]`` times candidate ``index[j]`` of the
-        ``M0``-candidate map. Needs ``keep_models=True`` at fit.
+        ``M0``-candidate map. Needs ``keep_models=True`` at fit; not for
+        ``features="nystroem"`` (configuration ``index`` takes the first M landmarks).
         """
+        if self.features == "nystroem":
+            raise ValueError("fold_selection is for random Fourier candidates: with features='nystroem' each "
+                             "configuration takes the first n_components landmarks (features_.landmark_indices_ at the refit)")
         (rows, _), = self.fold_models([index], fold=fold)
         b, v, i, _ = np.unravel_index(int(rows[0]), self._grid_shape)
         idx, sc, _, _ = self._fold_paths[b, fold, v, i]
@@ -556,6 +605,9 @@ class RandomFeatureRidgeCV(_SearchCV, RandomFeatureRidge):
     fold) serves every ELSS ``lam``; one eigendecomposition per (bandwidth,
     fold, selection, M) gives every ``alpha``. Memory of the pass: about
     ``8 M0^2`` bytes per bandwidth and row group (folds, or 2 for a hold-out).
+    ``features="nystroem"`` searches Nyström features instead (one more read
+    of X draws the landmarks; one eigendecomposition of ``K_MM`` per
+    (bandwidth, M) whitens every fold's statistics).
 
     Parameters
     ----------{_SEARCH_PARAMETERS}
@@ -583,6 +635,7 @@ class RandomFeatureRidgeCV(_SearchCV, RandomFeatureRidge):
         candidate_ratio: int | None = None,
         leverage_rows: str = "train",
         bandwidth_choice: str = "joint",
+        features: str = "fourier",
         kernel: str = "gaussian",
         sampling: str = "iid",
         dtype: str = "float32",
@@ -596,7 +649,7 @@ class RandomFeatureRidgeCV(_SearchCV, RandomFeatureRidge):
         store_parameters(self, locals())
 
     def fit(self, X: np.ndarray | da.Array, y: np.ndarray | da.Array, sample_weight: object = None) -> RandomFeatureRidgeCV:
-        """Search and refit, in one pass over X (two with a median bandwidth).
+        """Search and refit, in one pass over X (one more for a median bandwidth, and for Nyström landmarks).
 
         Parameters
         ----------
@@ -664,6 +717,7 @@ class RandomFeatureClassifierCV(_SearchCV, RandomFeatureClassifier):
         candidate_ratio: int | None = None,
         leverage_rows: str = "train",
         bandwidth_choice: str = "joint",
+        features: str = "fourier",
         kernel: str = "gaussian",
         sampling: str = "iid",
         dtype: str = "float32",

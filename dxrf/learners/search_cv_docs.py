@@ -5,10 +5,12 @@ _SEARCH_PARAMETERS = """
         Kernel bandwidths ``sigma``: numbers, or multiples of the median
         heuristic (``"median"``, ``"median*0.5"``, ``"2*median"``: the median
         pairwise distance of 1000 sampled rows, one extra read of X). All
-        bandwidths share one draw of frequencies, scaled by ``1 / sigma``.
+        bandwidths share one draw of frequencies, scaled by ``1 / sigma``
+        (with ``features="nystroem"``, one set of landmarks).
     n_components : list of int, default=(100, 300, 1000)
         Numbers of features ``M``; each is a prefix of the selection of the
-        largest (nested top-M orders, or the first M of one i.i.d. draw).
+        largest (nested top-M orders, or the first M of one i.i.d. draw), or
+        with ``features="nystroem"`` the first ``M`` landmarks.
     selections : list of str, default=("none",)
         ``"none"`` (the first M of the candidates: plain random features),
         ``"elss-sample"`` and ``"elss-top"`` (ELSS Algorithms 1 and 2, one
@@ -51,6 +53,21 @@ _SEARCH_PARAMETERS = """
         second read whenever ``M0`` is several times ``max(M)`` (the ELSS
         paper's ``M0 = 10 M``). The validation errors equal ``"plain"``'s up
         to the rounding of the statistics.
+    features : {"fourier", "nystroem"}, default="fourier"
+        The feature family. ``"fourier"``: random Fourier candidates, as
+        above. ``"nystroem"``: Nyström features ``k(x, L_M) K^{-1/2}``
+        (:class:`NystroemFeatures`) whose ``max(M)`` landmarks are drawn once,
+        uniformly, by one race pass over X, and ordered by their keys so the
+        first ``M`` are a uniform sample of ``M`` rows for every ``M`` (the
+        rows ``NystroemFeatures(M, random_state=random_state)`` draws). The
+        landmarks do not depend on the bandwidth: one statistics pass
+        accumulates the unwhitened kernel values ``k(X, L)`` of every
+        bandwidth, and each (bandwidth, M) whitens the sub-block of its first
+        ``M`` landmarks (one eigendecomposition of ``K_{L_M L_M}`` shared by
+        the folds): exactly the statistics of :class:`NystroemFeatures` on
+        those landmarks. Only ``selections=["none"]``, and ``n_candidates``
+        and ``candidate_ratio`` None; ``sampling`` is not used. Prefer
+        ``dtype="float64"`` (see :class:`NystroemFeatures`).
     kernel : {"gaussian", "laplacian", "cauchy"}, default="gaussian"
     sampling : {"iid", "orthogonal", "qmc", "structured"}, default="iid"
     dtype : {"float32", "float64"}, default="float32"
@@ -71,12 +88,14 @@ _SEARCH_PARAMETERS = """
     keep_models : bool, default=False
         Keep every configuration's model fitted on each fold's training rows
         (:meth:`fold_models`, :meth:`score_configurations`); memory of about
-        ``configurations x M x 8`` bytes per fold.
+        ``configurations x M x 8`` bytes per fold. Nyström models are kept
+        on the landmarks' kernel values: ``z(x) theta = k(x, L_M) (T_M theta)``.
     random_state : int, RandomState, Generator or None
         Seeds the candidates and the selections. The candidates of bandwidth
         ``s`` are those of ``RandomFourierFeatures(M0, bandwidth=s,
         random_state=random_state)``, and a selection is the one its selector
-        (e.g. ``LeverageScoreSampler(..., random_state=random_state)``) makes.
+        (e.g. ``LeverageScoreSampler(..., random_state=random_state)``) makes;
+        Nyström landmarks are those of ``NystroemFeatures(M, random_state=random_state)``.
 """
 
 _SEARCH_ATTRIBUTES = """
@@ -94,9 +113,10 @@ _SEARCH_ATTRIBUTES = """
         ``splitJ_test_score``, ``mean_validation_mse`` and ``splitJ_validation_mse``.
     n_passes_ : int
         Reads of X: 1 for the search (2 with ``bandwidth_choice="plain-first"``
-        and more than one bandwidth), plus 1 for a median bandwidth's sample
-        (for the classifier, plus 1 with ``scoring="accuracy"`` and the
-        logistic refit's passes).
+        and more than one bandwidth; 2 with ``features="nystroem"``: the
+        landmarks' race, then the statistics), plus 1 for a median
+        bandwidth's sample (for the classifier, plus 1 with
+        ``scoring="accuracy"`` and the logistic refit's passes).
     bandwidth_ : float
         The chosen bandwidth's value; ``median_bandwidth_`` the median
         heuristic (None when not used).
@@ -105,14 +125,18 @@ _SEARCH_ATTRIBUTES = """
         The alpha grid and the mean validation MSE along it for the chosen
         bandwidth, selection and M.
     n_splits_, n_candidates_, random_state_ : int
-        Folds (1 for a hold-out), M0 and the seed actually used.
+        Folds (1 for a hold-out), M0 (the landmarks drawn, with
+        ``features="nystroem"``) and the seed actually used.
     search_times_ : dict
         Wall seconds of the search's parts: ``"median"`` (the bandwidth
-        sample and the candidates), ``"pass"`` (the search's reads of X),
+        sample and the candidates, or the landmarks' race), ``"pass"`` (the search's reads of X),
         ``"algebra"`` (every configuration's validation and the refit's
         selection, on the client) and ``"scoring"`` (the classifier's
         accuracy pass, else 0).
     features_ : fitted selector, or the candidate map (for ``"none"``, and with ``candidate_ratio``)
+        With ``features="nystroem"``: a fitted :class:`NystroemFeatures` with
+        the chosen ``M`` landmarks (ordered by row index, as its own ``fit``
+        would) and bandwidth, whose ``kernel_`` is the model's.
     kernel_ : FeatureKernel
         The chosen features, refitted on all rows.
     coef_, intercept_, train_mse_, n_features_in_

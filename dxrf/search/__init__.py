@@ -5,6 +5,7 @@ The estimators that run it are :class:`dxrf.RandomFeatureRidgeCV` and
 """
 
 from .evaluate import GridErrors, fold_pairs, prefix, r2_scores, select_largest, validate_grid
+from .landmarks import landmark_subset, validate_landmarks
 from .grid import SELECTIONS, BandwidthSpec, SearchGrid, Variant, check_grid, parse_bandwidth
 from .results import best_index, format_table, results_table, warn_at_edges
 
@@ -21,6 +22,8 @@ __all__ = [
     "r2_scores",
     "select_largest",
     "validate_grid",
+    "landmark_subset",
+    "validate_landmarks",
     "best_index",
     "format_table",
     "results_table",
