@@ -3,16 +3,21 @@
 ``deploy/build-local-images.sh`` installs docker and docker-compose when missing, starts
 dockerd, builds a Debian base image with debootstrap and ``dxrf:latest`` from the project's
 Dockerfile with wheels built on this machine: no container registry is involved. Then
-``docker-compose.yml`` itself is brought up (scheduler, two workers, Jupyter Lab) under a
-project name of its own, with its ports published on 127.0.0.1 at free ports, and:
+``docker-compose.host.yml`` (docker-compose.yml on the host's network, written from it by
+``deploy/compose_host.py``) is brought up (scheduler, two workers, Jupyter Lab) under a project
+name of its own, listening on 127.0.0.1 at free ports, so that every connection, the host's
+and the containers', is on loopback; and:
 
 - every container's health check must report healthy, and the scheduler's dashboard must
-  answer on the published loopback port;
+  answer on its loopback port;
+- every container is on the host's network with no port bindings and no network of the
+  project exists; every socket of every process in the containers listens on, or connects
+  to, 127.0.0.1, and the scheduler listens on its port there;
 - ``dxrf reproduce quickstart`` runs through the ``cli`` service against the scheduler;
 - a notebook is executed inside the ``notebook`` service (``jupyter execute``) against it;
 - the health checks still pass after the work.
 
-Everything is taken down with ``down -v`` (containers, network, volume) whatever happens.
+Everything is taken down with ``down -v`` (containers, volume) whatever happens.
 """
 
 from __future__ import annotations
@@ -20,7 +25,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import time
 import urllib.request
@@ -35,22 +39,17 @@ from distributed import Client
 from distributed.versions import VersionMismatchWarning
 
 from test_cluster_deploy import SMALL, _check_quickstart, _clients_seen, inject_parameters, notebook_summary
+from test_compose_host import LOOPBACK, free_port, listening, not_on_loopback
 
 pytestmark = pytest.mark.docker
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD_SCRIPT = ROOT / "deploy" / "build-local-images.sh"
+COMPOSE_FILE = ROOT / "docker-compose.host.yml"
 BUILD_TIMEOUT = 40 * 60  # a cold build: apt, debootstrap, wheels, image
 HEALTHY_TIMEOUT = 240
 WORKER_MEMORY = "1GiB"
 WORKER_CONTAINER_MEMORY = "2g"  # docker's units: 2 GiB
-IN_CONTAINER_SCHEDULER = "tcp://scheduler:8786"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass
@@ -59,10 +58,15 @@ class Stack:
     env: dict
     scheduler_port: int
     dashboard_port: int
+    notebook_port: int
+
+    @property
+    def scheduler(self) -> str:
+        return f"tcp://{LOOPBACK}:{self.scheduler_port}"
 
     def compose(self, *args: str, timeout: int = 600, input: str | None = None) -> subprocess.CompletedProcess:
         return subprocess.run(
-            ["docker-compose", "--project-name", self.project, "--file", str(ROOT / "docker-compose.yml"), *args],
+            ["docker-compose", "--project-name", self.project, "--file", str(COMPOSE_FILE), *args],
             capture_output=True, text=True, timeout=timeout, env=self.env, cwd=ROOT, input=input, check=False,
         )
 
@@ -71,11 +75,25 @@ class Stack:
         assert proc.returncode == 0, proc.stderr
         return proc.stdout.split()
 
-    def health(self, container: str) -> dict:
-        proc = subprocess.run(["docker", "inspect", "--format", "{{json .State.Health}}", container],
+    def inspect(self, container: str, field: str) -> object:
+        proc = subprocess.run(["docker", "inspect", "--format", f"{{{{json {field}}}}}", container],
                               capture_output=True, text=True, timeout=60, check=False)
         assert proc.returncode == 0, proc.stderr
         return json.loads(proc.stdout)
+
+    def health(self, container: str) -> dict:
+        return self.inspect(container, ".State.Health")
+
+    def pids(self) -> list[int]:
+        """The host's process ids of every process in the stack's containers."""
+        out = []
+        for svc in SERVICES:
+            for container in self.containers(svc):
+                proc = subprocess.run(["docker", "top", container, "-eo", "pid"], capture_output=True, text=True,
+                                      timeout=60, check=False)
+                assert proc.returncode == 0, proc.stderr
+                out += [int(line) for line in proc.stdout.split()[1:]]
+        return out
 
     def logs(self) -> str:
         return self.compose("logs", "--no-color", "--tail", "40", timeout=120).stdout[-6000:]
@@ -92,12 +110,13 @@ def stack():
                            check=False)
     assert build.returncode == 0, f"building the images failed:\n{build.stderr[-6000:]}"
 
-    ports = {name: _free_port() for name in ("DXRF_SCHEDULER_PORT", "DXRF_DASHBOARD_PORT", "DXRF_NOTEBOOK_PORT")}
+    ports = {name: free_port() for name in ("DXRF_SCHEDULER_PORT", "DXRF_DASHBOARD_PORT", "DXRF_NOTEBOOK_PORT")}
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DXRF_", "DASK_", "COMPOSE_"))}
     env.update({k: str(v) for k, v in ports.items()})
-    env.update(DXRF_BIND="127.0.0.1", DXRF_WORKER_MEMORY=WORKER_MEMORY,
+    env.update(DXRF_WORKER_MEMORY=WORKER_MEMORY,
                DXRF_WORKER_CONTAINER_MEMORY=WORKER_CONTAINER_MEMORY)
-    s = Stack(f"dxrftest{os.getpid()}", env, ports["DXRF_SCHEDULER_PORT"], ports["DXRF_DASHBOARD_PORT"])
+    s = Stack(f"dxrftest{os.getpid()}", env, ports["DXRF_SCHEDULER_PORT"], ports["DXRF_DASHBOARD_PORT"],
+              ports["DXRF_NOTEBOOK_PORT"])
     try:
         up = s.compose("up", "--detach", "--no-build", "--scale", "worker=2", *SERVICES)
         assert up.returncode == 0, up.stderr[-4000:]
@@ -117,27 +136,47 @@ def stack():
 
 @pytest.fixture(scope="module")
 def client(stack):
-    # the host reaches the scheduler on its published loopback port, the workers on docker's bridge;
+    # the host reaches the scheduler and the workers on loopback, as the containers do;
     # the image's Python is Debian's 3.11 patch level, maybe not this one's: no warning for that
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", "Mismatched versions found", VersionMismatchWarning)
-        c = Client(f"tcp://127.0.0.1:{stack.scheduler_port}", timeout=30, set_as_default=False)
+        c = Client(stack.scheduler, timeout=30, set_as_default=False)
     with c:
         yield c
 
 
-def test_stack_is_healthy_and_published_on_loopback(stack, client):
-    with urllib.request.urlopen(f"http://127.0.0.1:{stack.dashboard_port}/health", timeout=10) as r:
+def test_stack_is_healthy_on_loopback(stack, client):
+    with urllib.request.urlopen(f"http://{LOOPBACK}:{stack.dashboard_port}/health", timeout=10) as r:
         assert r.read() == b"ok"
-    workers = client.scheduler_info()["workers"]
-    assert len(workers) == 2
-    for info in workers.values():
-        assert info["nthreads"] == 1 and info["memory_limit"] == parse_bytes(WORKER_MEMORY)
+    info = client.scheduler_info()
+    assert info["address"] == stack.scheduler
+    assert len(info["workers"]) == 2
+    for address, worker in info["workers"].items():
+        assert address.startswith(f"tcp://{LOOPBACK}:") and worker["nanny"].startswith(f"tcp://{LOOPBACK}:")
+        assert worker["nthreads"] == 1 and worker["memory_limit"] == parse_bytes(WORKER_MEMORY)
     # the compose file's hard cap of each worker container, from deploy.resources.limits
     for container in stack.containers("worker"):
         proc = subprocess.run(["docker", "inspect", "--format", "{{.HostConfig.Memory}}", container],
                               capture_output=True, text=True, timeout=60, check=True)
         assert int(proc.stdout) == 2 * 2**30
+
+
+def test_every_connection_is_on_loopback(stack, client):
+    for svc in SERVICES:
+        for container in stack.containers(svc):
+            assert stack.inspect(container, ".HostConfig.NetworkMode") == "host", svc
+            assert not stack.inspect(container, ".HostConfig.PortBindings"), svc
+    networks = subprocess.run(["docker", "network", "ls", "-q", "--filter",
+                               f"label=com.docker.compose.project={stack.project}"],
+                              capture_output=True, text=True, timeout=60, check=True)
+    assert networks.stdout.split() == []
+    pids = stack.pids()
+    assert len(pids) >= sum(SERVICES.values())
+    assert not_on_loopback(pids) == []
+    sockets = listening(pids)
+    assert {(LOOPBACK, stack.scheduler_port), (LOOPBACK, stack.dashboard_port), (LOOPBACK, stack.notebook_port)} \
+        <= sockets
+    assert len(sockets) >= 9  # + per worker: nanny, worker, its dashboard
 
 
 def test_quickstart_through_the_cli_service(stack, client):
@@ -171,7 +210,7 @@ def test_notebook_runs_in_the_notebook_service(stack, client):
                           capture_output=True, text=True, timeout=900, check=False)
     assert proc.returncode == 0, proc.stderr[-4000:]
     summary = notebook_summary(nbformat.reads(proc.stdout, as_version=4), name)
-    assert summary["scheduler"] == IN_CONTAINER_SCHEDULER  # attached through DASK_SCHEDULER_ADDRESS
+    assert summary["scheduler"] == stack.scheduler  # attached through DASK_SCHEDULER_ADDRESS
     assert summary["n_workers"] == 2
 
     def is_file(path: str) -> bool:
@@ -181,6 +220,7 @@ def test_notebook_runs_in_the_notebook_service(stack, client):
 
 
 def test_health_checks_pass_after_the_work(stack):
+    assert not_on_loopback(stack.pids()) == []
     for service, n in SERVICES.items():
         containers = stack.containers(service)
         assert len(containers) == n
