@@ -48,8 +48,12 @@ class Options:
         attached to a terminal.
     ingest_piece_bytes : int or None
         Bytes of source per task of a parallel ingest (rounded to whole read
-        chunks, at least one). ``None``: about four pieces per worker thread,
+        chunks, at least one). ``None``: about eight pieces per worker thread,
         each under 1/16 of a worker's memory limit.
+    ingest_cache_bytes : int or None
+        Bytes of parsed source a worker keeps from a parallel ingest's scan
+        for its write pass (a piece beyond it is parsed again; 0: none kept).
+        ``None``: 1/8 of the worker's memory limit.
     """
 
     tile_bytes: int = 160 * 2**20
@@ -59,6 +63,7 @@ class Options:
     split_every: int = 8
     progress: bool | None = False
     ingest_piece_bytes: int | None = None
+    ingest_cache_bytes: int | None = None
 
     def __setattr__(self, name: str, value: Any) -> None:
         # also an assignment to the live object of get_options() is checked:
@@ -89,6 +94,7 @@ _CHECKS = {
     "split_every": _option_int("split_every", 2),
     "progress": lambda value: check_progress(value, "option progress"),
     "ingest_piece_bytes": _option_int("ingest_piece_bytes", 1, allow_none=True),
+    "ingest_cache_bytes": _option_int("ingest_cache_bytes", 0, allow_none=True),
 }
 
 

@@ -68,6 +68,42 @@ def test_plain_csv_regression_nan_drop_identical(client, tmp_path, plain_csv):
     assert_same_group(serial, parallel)
 
 
+def _cached_on_workers(client) -> list[int]:
+    from dxrf.io import parallel
+
+    return list(client.run(lambda: len(parallel._PARSED)).values())
+
+
+@pytest.mark.parametrize("cache_bytes", [None, 0, 1_200_000])  # all, none, two of four per worker
+def test_parsed_once_or_again_identical_and_nothing_left(client, tmp_path, plain_csv, cache_bytes):
+    """A piece's write uses the frames its scan parsed (all, none, or those within the budget); the same bytes."""
+    with dxrf.options(ingest_cache_bytes=cache_bytes):
+        serial, parallel, report = _both(tmp_path, plain_csv, target="arr_delay", nan_policy="drop", **BASE)
+    assert report.n_dropped > 0  # the count pass reads the cached frames too
+    assert_same_group(serial, parallel)
+    assert _cached_on_workers(client) == [0, 0]
+
+
+def test_transform_changing_frames_in_place_is_applied_once(client, tmp_path, plain_csv):
+    """A transform that changes its frame in place: the parsed frames are not reused, so it runs once per pass."""
+
+    def shift(df):
+        df["distance"] += 1000  # in place
+        return df
+
+    serial, parallel, _ = _both(tmp_path, plain_csv, target="arr_delay", nan_policy="drop", transform=shift, **BASE)
+    assert_same_group(serial, parallel)
+    mean = dict(zip(dxrf.io.open_zarr(parallel).attrs["columns"], dxrf.io.open_zarr(parallel).x_mean))
+    assert 1000 < mean["distance"] < 4000
+    assert _cached_on_workers(client) == [0, 0]
+
+
+def test_failed_ingest_leaves_no_parsed_frames(client, tmp_path, plain_csv):
+    with dxrf.options(ingest_piece_bytes=150_000), pytest.raises(ValueError):
+        dxrf.io.ingest(plain_csv, tmp_path / "e.zarr", parallel=True, **{**BASE, "target": "arr_delay"})
+    assert _cached_on_workers(client) == [0, 0]
+
+
 def test_one_chunk_pieces_identical(client, tmp_path, plain_csv):
     # the smallest pieces: one read chunk each (memory bound of a task: one chunk)
     kw = {**BASE, "chunk_rows": 1000, "n_rows": 9500}

@@ -25,6 +25,7 @@ is written, and ingested serially instead.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import tempfile
@@ -96,10 +97,12 @@ def _workers_see(client: Any, path: Path) -> bool:
 
 
 def _piece_bytes(client: Any, total: int) -> int:
-    """Bytes per piece: about four pieces per worker thread, each under 1/16 of a worker's memory.
+    """Bytes per piece: about eight pieces per worker thread, each under 1/16 of a worker's memory.
 
     A task streams its piece one read chunk at a time, so the piece size sets
-    the balance between workers, not a task's memory.
+    the balance between workers, not a task's memory: a piece's write runs
+    where it was scanned (its parsed frames are there), so the last write of
+    a worker with one piece more than the others is the pass's tail.
     """
     from ..options import get_options
 
@@ -109,23 +112,26 @@ def _piece_bytes(client: Any, total: int) -> int:
     threads = sum(client.nthreads().values()) or 1
     limit = worker_memory_limit()
     cap = limit.nbytes // 16 if limit is not None else 1 << 30
-    return max(1, min(-(-total // (4 * threads)), cap))
+    return max(1, min(-(-total // (8 * threads)), cap))
 
 
 def _ordered(client: Any, fn: Callable[..., Any], pieces: Iterable[Piece], args: tuple,
-             per_piece: Callable[[int], tuple] = lambda i: (), submitted: list[Piece] | None = None) -> Iterator[Any]:
+             per_piece: Callable[[int], tuple] = lambda i: (), submitted: list[Piece] | None = None,
+             where: Sequence[str | None] | None = None) -> Iterator[Any]:
     """``fn(piece, *args, *per_piece(i))`` for every piece on the workers, results in source order.
 
     Each piece is submitted as ``pieces`` yields it (and appended to
     ``submitted``), so workers start while a CSV's line pass goes on. The first
     failure in source order is raised (its message names rows of the whole
-    file); the remaining tasks are cancelled.
+    file); the remaining tasks are cancelled. ``where[i]``: the worker piece
+    ``i`` should run on (where its parsed frames are), others allowed.
     """
     name = f"dxrf-ingest-{fn.__name__.strip('_')}-{uuid.uuid4().hex[:8]}"
     futures = []
     try:
         for i, p in enumerate(pieces):
-            futures.append(client.submit(fn, p, *args, *per_piece(i), key=f"{name}-{p.index}", pure=False))
+            place = {} if where is None or where[i] is None else {"workers": [where[i]], "allow_other_workers": True}
+            futures.append(client.submit(fn, p, *args, *per_piece(i), key=f"{name}-{p.index}", pure=False, **place))
             if submitted is not None:
                 submitted.append(p)
         for fut in futures:
@@ -137,23 +143,93 @@ def _ordered(client: Any, fn: Callable[..., Any], pieces: Iterable[Piece], args:
 
 # ---- the tasks (run on the workers) ----
 
+#: A worker's parsed read chunks of the pieces it scanned, kept for the write pass so that a piece is
+#: parsed once: ``{(run, piece index, text columns): frames}``, within :func:`_cache_budget` bytes.
+_PARSED: dict[tuple, list[pd.DataFrame]] = {}
 
-def _scan_piece(piece: Piece, frames_of: Callable[[Piece], Frames], opts: _TableOptions, str_columns: set[str]) -> _Scan | None:
-    return _scan_table(frames_of(piece), _FramePrep(opts), opts, str_columns, False, allow_empty=True)
+
+@dataclasses.dataclass(frozen=True)
+class _Run:
+    """One parallel ingest, as its tasks see it: its id and the bytes of parsed frames a worker may keep."""
+
+    id: str
+    cache_bytes: int | None = None
+
+    def budget(self) -> int:
+        """``cache_bytes``, by default 1/8 of the worker's memory limit (256 MiB without one)."""
+        if self.cache_bytes is not None:
+            return self.cache_bytes
+        limit = worker_memory_limit()
+        return limit.nbytes // 8 if limit is not None else 256 << 20
+
+
+def _cached_frames(piece: Piece, frames_of: Callable[[Piece], Frames], run: _Run, keep: bool) -> Frames:
+    """``frames_of(piece)``, from this worker's cache when it scanned the piece; ``keep`` caches a first parse."""
+
+    def frames(str_columns: set[str]) -> Iterator[pd.DataFrame]:
+        # each pass gets shallow copies: preparing a frame replaces some of its columns
+        key = (run.id, piece.index, frozenset(str_columns))
+        if key in _PARSED:
+            for df in _PARSED[key] if keep else _PARSED.pop(key):
+                yield df.copy(deep=False)
+            return
+        kept: list[pd.DataFrame] | None = [] if keep else None
+        room = run.budget() - sum(_frame_bytes(df) for f in _PARSED.values() for df in f)
+        for df in frames_of(piece)(str_columns):
+            if kept is not None:
+                room -= _frame_bytes(df)
+                if room >= 0:
+                    kept.append(df)
+                else:  # over the budget: this piece is parsed again in the write pass
+                    kept = None
+            yield df.copy(deep=False)
+        if kept is not None:
+            _PARSED[key] = kept
+
+    return frames
+
+
+def _frame_bytes(df: pd.DataFrame) -> int:
+    return int(df.memory_usage(deep=True).sum())
+
+
+def _forget_parsed(run: _Run) -> None:
+    """Drop what a run left in this worker's cache (a failed or cancelled ingest)."""
+    for key in [k for k in _PARSED if k[0] == run.id]:
+        del _PARSED[key]
+
+
+def _scan_piece(piece: Piece, frames_of: Callable[[Piece], Frames], opts: _TableOptions, str_columns: set[str],
+                run: _Run) -> tuple[_Scan | None, str | None]:
+    """The piece's scan, and the worker that now holds its parsed frames (where its write should run)."""
+    from distributed import get_worker
+
+    # a user's transform may change a frame in place: then every pass parses its own
+    frames = _cached_frames(piece, frames_of, run, keep=opts.transform is None)
+    scan = _scan_table(frames, _FramePrep(opts), opts, str_columns, False, allow_empty=True)
+    try:
+        here = get_worker().address
+    except ValueError:  # not on a worker
+        here = None
+    return scan, here
 
 
 def _encoded(piece: Piece, frames_of: Callable[[Piece], Frames], opts: _TableOptions, str_columns: set[str],
-             schema: _TableSchema, check: _BlockCheck) -> Iterator[tuple[np.ndarray, np.ndarray | None, int]]:
-    """The checked blocks of a piece, one read chunk at a time (as the serial ingest makes them)."""
+             schema: _TableSchema, check: _BlockCheck, run: _Run,
+             last: bool = True) -> Iterator[tuple[np.ndarray, np.ndarray | None, int]]:
+    """The checked blocks of a piece, one read chunk at a time (as the serial ingest makes them).
+
+    ``last``: the last pass over the piece, which releases its cached frames.
+    """
     prep = _FramePrep(opts)
-    for raw in frames_of(piece)(str_columns):
+    for raw in _cached_frames(piece, frames_of, run, keep=not last and opts.transform is None)(str_columns):
         df = prep(raw, str_columns)
         yield check.check(schema.encode_X(df, scratch=True), schema.encode_y(df), df.index.to_numpy())
 
 
 def _count_piece(piece: Piece, *args: Any) -> tuple[int, int]:
     kept = dropped = 0
-    for X, _, n_dropped in _encoded(piece, *args):
+    for X, _, n_dropped in _encoded(piece, *args, last=False):
         kept += X.shape[0]
         dropped += n_dropped
     return kept, dropped
@@ -199,11 +275,11 @@ class _Sink:
 
 
 def _write_piece(piece: Piece, frames_of: Callable[[Piece], Frames], opts: _TableOptions, str_columns: set[str],
-                 schema: _TableSchema, check: _BlockCheck, X: zarr.Array, y: zarr.Array | None,
+                 schema: _TableSchema, check: _BlockCheck, run: _Run, X: zarr.Array, y: zarr.Array | None,
                  start: int, stop: int, n_total: int) -> tuple[list[_BlockStats], list]:
     sink = _Sink(X, y, start, stop, n_total)
     stats = []
-    for Xb, yb, dropped in _encoded(piece, frames_of, opts, str_columns, schema, check):
+    for Xb, yb, dropped in _encoded(piece, frames_of, opts, str_columns, schema, check, run):
         stats.append(check.stats(Xb, yb, dropped))
         sink.append(Xb, yb)
     if sink.pos != stop:
@@ -333,17 +409,33 @@ def _parquet_rows(path: Path) -> int:
 
 def _run(client: Any, pieces: Iterable[Piece], frames_of: Callable[[Piece], Frames], tmp: Any, opts: _TableOptions, *,
          chunk_rows: int, progress: bool | Callable[[str, int], Any], attrs: dict[str, Any]) -> dict[str, Any]:
+    from ..options import get_options
+
+    run = _Run(uuid.uuid4().hex, get_options().ingest_cache_bytes)
+    try:
+        return _run_cached(client, pieces, frames_of, tmp, opts, run, chunk_rows=chunk_rows, progress=progress,
+                           attrs=attrs)
+    finally:
+        client.run(_forget_parsed, run)
+
+
+def _run_cached(client: Any, pieces: Iterable[Piece], frames_of: Callable[[Piece], Frames], tmp: Any,
+                opts: _TableOptions, run: _Run, *, chunk_rows: int, progress: bool | Callable[[str, int], Any],
+                attrs: dict[str, Any]) -> dict[str, Any]:
     str_columns = table_str_columns(opts)
     submitted: list[Piece] = []
-    scans = list(_ordered(client, _scan_piece, pieces, (frames_of, opts, str_columns), submitted=submitted))
+    scanned = list(_ordered(client, _scan_piece, pieces, (frames_of, opts, str_columns, run), submitted=submitted))
     pieces = submitted
     if not pieces:
         raise NotSplittable("no data rows")  # the serial ingest says so
+    scans, where = [s for s, _ in scanned], [w for _, w in scanned]
     scan = _merge_scans(iter(scans), opts, _Progress(progress, "scanning"))
     mixed = (scan.text_seen & (scan.numeric_seen | scan.bool_seen)) - str_columns
     if mixed:  # as serially: such columns are read again as text
+        client.run(_forget_parsed, run)
         str_columns |= mixed
-        scans = list(_ordered(client, _scan_piece, pieces, (frames_of, opts, str_columns)))
+        scanned = list(_ordered(client, _scan_piece, pieces, (frames_of, opts, str_columns, run)))
+        scans, where = [s for s, _ in scanned], [w for _, w in scanned]
         scan = _merge_scans(iter(scans), opts, _Progress(progress, "scanning"))
     schema = _build_schema(scan, opts, str_columns)
     _check_nan_policy_table(scan, schema, opts)
@@ -351,11 +443,11 @@ def _run(client: Any, pieces: Iterable[Piece], frames_of: Callable[[Piece], Fram
     _check_table_memory(schema, chunk_rows)  # the client writes the shared chunks
     _check_table_memory(schema, chunk_rows, worker_memory_limit())  # a task encodes one read chunk
     check = _BlockCheck(tuple(schema.columns), schema.task, len(schema.classes or ()), schema.target, opts.nan_policy)
-    args = (frames_of, opts, str_columns, schema, check)
+    args = (frames_of, opts, str_columns, schema, check, run)
     if opts.nan_policy == "error":  # every row is kept, or the ingest fails
         kept = [0 if s is None else s.n_rows for s in scans]
     else:
-        counts = list(_ordered(client, _count_piece, pieces, args))
+        counts = list(_ordered(client, _count_piece, pieces, args, where=where))
         kept = [k for k, _ in counts]
         if sum(kept) == 0:
             raise ValueError(no_rows_message(sum(dropped for _, dropped in counts)))
@@ -369,7 +461,7 @@ def _run(client: Any, pieces: Iterable[Piece], frames_of: Callable[[Piece], Fram
     def place(i: int) -> tuple:
         return X, y, int(starts[i]), int(starts[i + 1]), n_total
 
-    for stats, fragments in _ordered(client, _write_piece, pieces, args, place):
+    for stats, fragments in _ordered(client, _write_piece, pieces, args, place, where=where):
         for b in stats:
             totals.add(b)
             bar.update(b.n)
