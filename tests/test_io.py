@@ -585,3 +585,27 @@ def test_progress_callback(tmp_path):
     pd.DataFrame({"a": np.arange(50.0), "b": ["x", "y"] * 25}).to_csv(src, index=False)
     ingest(src, tmp_path / "p.zarr", chunk_rows=20, progress=lambda stage, rows: seen.append((stage, rows)))
     assert ("scanning", 50) in seen and ("writing", 50) in seen
+
+
+@pytest.mark.parametrize("at", [0, 1, 16, 17, 4000, 4999])
+def test_first_text_value_is_found_wherever_it_is(at):
+    """The scan remembers a column's first value that is not a number, and its row (growing windows)."""
+    import pandas as pd
+
+    from dxrf.io.table_scan import _note_first_text, _Scan
+
+    vals = [str(i) for i in range(5000)]
+    vals[at] = "n.a."
+    if at + 3 < 5000:
+        vals[at + 3] = "later"
+    s = pd.Series(vals, index=pd.RangeIndex(100, 5100), dtype=object)
+    s.iloc[at // 2] = None  # missing values are skipped, not counted as text
+    scan = _Scan(columns=["f"], target=None)
+    _note_first_text(scan, "f", s)
+    if at // 2 == at:  # the text itself was replaced by a missing value
+        assert scan.first_text["f"][0] == "later"
+    else:
+        assert scan.first_text["f"] == ("n.a.", 100 + at)
+    numbers = _Scan(columns=["f"], target=None)
+    _note_first_text(numbers, "f", pd.Series([str(i) for i in range(300)]))
+    assert "f" not in numbers.first_text

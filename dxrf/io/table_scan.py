@@ -237,10 +237,16 @@ def _scan_table(
 def _note_first_text(scan: _Scan, col: str, s: pd.Series) -> None:
     """Remember the first value of ``col`` in this chunk that does not read as a number, and its row."""
     vals = s.dropna()
-    bad = pd.to_numeric(vals.astype(str), errors="coerce").isna().to_numpy()
-    hits = np.flatnonzero(bad)
-    if hits.size:
-        scan.first_text[col] = (vals.iloc[hits[0]], _row(vals.index[hits[0]]))
+    # windows of growing length from the start: a text column stops at its first value
+    # instead of parsing a whole chunk (each piece of a parallel ingest does this once)
+    lo, width = 0, 1
+    while lo < len(vals):
+        part = vals.iloc[lo : lo + width]
+        hits = np.flatnonzero(pd.to_numeric(part.astype(str), errors="coerce").isna().to_numpy())
+        if hits.size:
+            scan.first_text[col] = (part.iloc[hits[0]], _row(part.index[hits[0]]))
+            return
+        lo, width = lo + width, width * 16
 
 
 def _mostly_numbers(levels: set) -> bool:
