@@ -203,13 +203,15 @@ def _resolve_bandwidth(
 
 
 def fit_map(features: object, X: np.ndarray | da.Array, sample_weight: np.ndarray | da.Array | None = None) -> object:
-    """``features.fit(X)``, with ``sample_weight`` when given and the map's ``fit`` takes it.
+    """``features.fit(X)``, with ``sample_weight`` for a ``"median"`` bandwidth when the map's ``fit`` takes it.
 
-    The random maps weigh the rows of a ``"median"`` bandwidth;
-    :class:`~dxrf.NystroemFeatures` takes no weights (its landmarks are a
-    random sample of rows, which repeating rows changes anyway).
+    The random maps weigh the rows of a ``"median"`` bandwidth (a numeric one
+    needs no weights: they are not checked again); :class:`~dxrf.NystroemFeatures`
+    takes no weights (its landmarks are a random sample of rows, which
+    repeating rows changes anyway).
     """
-    if sample_weight is not None and has_fit_parameter(features, "sample_weight"):
+    median = isinstance(features.get_params(deep=False).get("bandwidth"), str)
+    if sample_weight is not None and median and has_fit_parameter(features, "sample_weight"):
         return features.fit(X, sample_weight=sample_weight)
     return features.fit(X)
 
