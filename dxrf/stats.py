@@ -34,7 +34,15 @@ from .compensated import packed_size as _packed_size  # noqa: F401
 from .engine import hashed_split, run_pass, tile_grid
 from .features.kernel import FeatureKernel
 from ._weights import check_sample_weight
-from .stats_tiles import StatsConfig, TileWorker, check_stats_block, default_tile_rows, partial_bytes, stats_pass
+from .stats_tiles import (
+    StatsConfig,
+    TileWorker,
+    check_stats_block,
+    default_tile_rows,
+    partial_bytes,
+    stats_pass,
+    wide_products,
+)
 
 __all__ = ["FeatureStats", "accumulate", "block_stats", "hashed_split", "resolve_kernel"]
 
@@ -212,6 +220,7 @@ def block_stats(
     blas_threads: int | None = None,
     row_offset: int = 0,
     sample_weight: np.ndarray | None = None,
+    total_rows: int | None = None,
 ) -> FeatureStats | tuple[FeatureStats, FeatureStats]:
     """Statistics of one block of rows: a pure function on NumPy arrays.
 
@@ -237,6 +246,10 @@ def block_stats(
         Global index of the first row.
     sample_weight : ndarray of shape (n,), optional
         Row weights (see :func:`accumulate`).
+    total_rows : int, optional
+        Rows of the whole pass this block belongs to (default: the block's):
+        they decide whether float32 features' products are accumulated in
+        float64 (:func:`dxrf.stats_tiles.wide_products`), as in :func:`accumulate`.
 
     Returns
     -------
@@ -245,6 +258,7 @@ def block_stats(
     tile_rows = check_int(tile_rows, "tile_rows", allow_none=True)
     blas_threads = check_int(blas_threads, "blas_threads", allow_none=True)
     row_offset = check_int(row_offset, "row_offset", low=0)
+    total_rows = check_int(total_rows, "total_rows", low=1, allow_none=True)
     check_not_sparse(X)
     X, Y = check_stats_block(X, y, kernel, row_offset)
     if mask is not None:
@@ -256,7 +270,7 @@ def block_stats(
     limiter = blas_limit(blas_threads)
     with limiter:
         worker = TileWorker(kernel, tile_rows, None if Y is None else Y.shape[1], 1 if mask is None else 2,
-                            weighted=w is not None)
+                            weighted=w is not None, wide=wide_products(kernel, total_rows or X.shape[0]))
         for lo, hi in tile_grid(row_offset, row_offset + X.shape[0], tile_rows):
             a, b = lo - row_offset, hi - row_offset
             worker.add_tile(X[a:b], None if Y is None else Y[a:b], None if mask is None else mask[a:b],
@@ -448,7 +462,8 @@ def accumulate(
     weight = check_sample_weight(sample_weight, int(X.shape[0]))
     tiles = [tile_rows or default_tile_rows(k) for k in kernels]
     groups = folds if folds is not None else (1 if (fraction is None and mask is None) else 2)
-    cfg = StatsConfig(kernels, tiles, fraction, split_seed, groups, folds, sample, weighted=weight is not None)
+    cfg = StatsConfig(kernels, tiles, fraction, split_seed, groups, folds, sample, weighted=weight is not None,
+                      n_rows=int(X.shape[0]))
     # the client receives a dense M x M Gram per map and group: refused before the pass
     m = max(k.n_components for k in kernels)
     check_pass(

@@ -20,7 +20,10 @@ from .engine import Pass, Rows, block_groups, check_block, check_columns, group_
 from .features.kernel import FeatureKernel
 from .options import get_options
 
-__all__ = ["TileWorker", "StatsConfig", "stats_pass", "default_tile_rows", "check_stats_block", "check_weight_block"]
+__all__ = [
+    "TileWorker", "StatsConfig", "stats_pass", "default_tile_rows", "check_stats_block", "check_weight_block",
+    "wide_products", "WIDE_WORK", "WIDE_MAX_FEATURES",
+]
 
 # stays in a core's L2 cache while it is projected, activated and summed).
 # A slab's column sums accumulate in the tile's dtype: at most this many rows,
@@ -29,13 +32,37 @@ __all__ = ["TileWorker", "StatsConfig", "stats_pass", "default_tile_rows", "chec
 _SLAB_BYTES = 2**20
 _SLAB_MAX_ROWS = 1024
 
+# A pass over N rows of float32 features with N M (M + d) <= WIDE_WORK multiply-adds
+# (the Gram's and the projection's) accumulates their products in float64: at
+# most ~0.05 s of float64 BLAS on one core, small against a pass's own overhead,
+# and the statistics are then exact products of the features transform() makes
+# (DESIGN.md, "Precision of the pass"). WIDE_MAX_FEATURES bounds the float64 tile
+# Gram a thread holds (128 MiB).
+WIDE_WORK = 2**30
+WIDE_MAX_FEATURES = 4096
+
+
+def wide_products(kernel: FeatureKernel, n_rows: int) -> bool:
+    """Whether a pass over ``n_rows`` rows (all of X's) accumulates ``kernel``'s products in float64.
+
+    True for float32 features when ``n_rows * M * (M + d) <= WIDE_WORK`` and
+    ``M <= WIDE_MAX_FEATURES`` (``M`` the base features, ``d`` the input
+    columns). The choice depends on the whole pass only, never on a block,
+    so the statistics stay bitwise identical across chunkings.
+    """
+    m, d = kernel.n_base, kernel.n_features_in
+    return kernel.dtype == np.float32 and m <= WIDE_MAX_FEATURES and int(n_rows) * m * (m + d) <= WIDE_WORK
+
 
 
 class TileWorker:
     """Per-task buffers and the statistics of whole tiles of rows.
 
     ``sums`` continues the compensated sums of earlier chunks of the same lane
-    when given (they are updated in place), else starts new ones.
+    when given (they are updated in place), else starts new ones. ``wide``
+    (float32 kernels, see :func:`wide_products`): the features are
+    :meth:`~dxrf.features.kernel.FeatureKernel.base_rowwise`'s, held and
+    multiplied in float64.
     """
 
     def __init__(
@@ -47,17 +74,27 @@ class TileWorker:
         sums: list | None = None,
         xp: ModuleType = np,
         weighted: bool = False,
+        wide: bool = False,
     ) -> None:
         m = kernel.n_base  # the statistics are of the base features (a Nystroem map's kernel values)
         self.xp = xp
         self.kernel = kernel_on(kernel, xp)
+        self.wide = bool(wide) and kernel.dtype == np.float32
+        dtype = np.dtype(np.float64) if self.wide else kernel.dtype
         if xp is np:
-            self.buf = thread_buffer("tile", (tile_rows, m), kernel.dtype)
-            self.gram = thread_buffer("gram", (m, m), kernel.dtype)
+            self.buf = thread_buffer("tile", (tile_rows, m), dtype)
+            self.gram = thread_buffer("gram", (m, m), dtype)
         else:
-            self.buf = xp.empty((tile_rows, m), dtype=kernel.dtype)
-            self.gram = xp.zeros((m, m), dtype=kernel.dtype)
+            self.buf = xp.empty((tile_rows, m), dtype=dtype)
+            self.gram = xp.zeros((m, m), dtype=dtype)
         self.sums = sums if sums is not None else [CompensatedSums(m, n_targets, xp, weighted) for _ in range(groups)]
+
+    def _base(self, X: np.ndarray, Z: np.ndarray) -> None:
+        """The base features of ``X`` into ``Z`` (float64 of row-independent float32 ones when wide)."""
+        if self.wide:
+            Z[...] = self.kernel.base_rowwise(X)
+        else:
+            self.kernel.base(X, out=Z)
 
     def _features_in_slabs(self, X: np.ndarray, Z: np.ndarray, w: np.ndarray | None = None) -> np.ndarray:
         """Fill ``Z`` with the raw features of ``X``, a cache-sized slab of rows at a time.
@@ -80,7 +117,7 @@ class TileWorker:
         parts = thread_buffer("slab-sums", (slabs, m), Z.dtype)
         for i in range(slabs):
             a, b = i * rows, min(n, (i + 1) * rows)
-            self.kernel.base(X[a:b], out=Z[a:b])
+            self._base(X[a:b], Z[a:b])
             np.matmul(ones[: b - a] if w is None else w[a:b], Z[a:b], out=parts[i])
         return parts.sum(axis=0, dtype=np.float64)
 
@@ -111,7 +148,7 @@ class TileWorker:
         if xp is np:
             sums.add("sum", self._features_in_slabs(X, Z, wz))
         else:  # one launch per tile on a device
-            self.kernel.base(X, out=Z)
+            self._base(X, Z)
             sums.add("sum", Z.sum(axis=0, dtype=np.float64) if w is None else (wz @ Z).astype(np.float64))
         if w is not None:
             # sum_n w_n z_n z_n^T as the syrk of sqrt(w) Z (multiplying by 1 is exact:
@@ -175,9 +212,12 @@ class StatsConfig:
     else 1. ``sample`` ``(fraction, seed)`` restricts the pass to a hashed
     subsample of the rows (the others are read but their features never
     computed). ``weighted``: the pass carries a column of row weights.
+    ``n_rows``: the rows of X, which decide for each kernel whether its
+    products are accumulated in float64 (``wide[i]``, :func:`wide_products`).
     """
 
-    def __init__(self, kernels, tile_rows, fraction, seed, groups, folds=None, sample=None, weighted=False) -> None:
+    def __init__(self, kernels, tile_rows, fraction, seed, groups, folds=None, sample=None, weighted=False,
+                 n_rows=None) -> None:
         self.kernels = tuple(kernels)
         self.grids = tuple(sorted(set(tile_rows)))
         self.grid_of = tuple(self.grids.index(t) for t in tile_rows)
@@ -189,6 +229,7 @@ class StatsConfig:
         # (fraction, seed) of a hashed row subsample, or None: every row
         self.sample = sample
         self.weighted = bool(weighted)
+        self.wide = tuple(n_rows is not None and wide_products(k, n_rows) for k in self.kernels)
 
     @property
     def nbytes(self) -> int:
@@ -198,7 +239,7 @@ class StatsConfig:
         from dask.base import tokenize
 
         return ("dxrf-stats-config", tokenize(self.kernels), self.tile_rows, self.fraction, self.seed, self.groups,
-                self.folds, self.sample, self.weighted)
+                self.folds, self.sample, self.weighted, self.wide)
 
 
 def _stats_block(X, columns, rows: Rows, cfg: StatsConfig, running):
@@ -224,7 +265,8 @@ def _stats_block(X, columns, rows: Rows, cfg: StatsConfig, running):
     for i, kernel in enumerate(cfg.kernels):
         # device blocks: sums of this chunk on the device, added to the lane's host sums at the end
         lane = out.get(i)
-        worker = TileWorker(kernel, cfg.tile_rows[i], k, cfg.groups, lane if xp is np else None, xp, cfg.weighted)
+        worker = TileWorker(kernel, cfg.tile_rows[i], k, cfg.groups, lane if xp is np else None, xp, cfg.weighted,
+                            cfg.wide[i])
         g = cfg.grid_of[i]
         for lo, hi, t, whole in rows.tiles(cfg.tile_rows[i]):
             a, b = lo - rows.start, hi - rows.start
@@ -256,7 +298,7 @@ def _stats_fixup(key, cfg: StatsConfig, *fragment_maps):
     for i, kernel in enumerate(cfg.kernels):
         if cfg.grid_of[i] == g:
             worker = TileWorker(kernel, cfg.tile_rows[i], None if Y is None else Y.shape[1], cfg.groups,
-                                weighted=cfg.weighted)
+                                weighted=cfg.weighted, wide=cfg.wide[i])
             worker.add_tile(X, Y, mask, w)
             out[i] = worker.sums
     return out

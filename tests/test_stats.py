@@ -279,12 +279,18 @@ def _cluster_stats(cluster, zarr_data, fmap, dtype_tol_fields=None):
     return out
 
 
-@pytest.mark.parametrize("dtype", ["float64", "float32"])
-def test_bitwise_identical_across_chunkings_worker_counts_and_numpy(data, zarr_data, dtype, cluster2, make_cluster):
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float32-tiles"])
+def test_bitwise_identical_across_chunkings_worker_counts_and_numpy(data, zarr_data, dtype, cluster2, make_cluster,
+                                                                     monkeypatch):
     """Tiles follow a global grid of row indices (tiles cut by chunk boundaries are
     joined by fix-up tasks) and are summed with compensated arithmetic, so the
     statistics are bitwise identical for every chunking, worker count and for NumPy
-    input, in float32 as in float64."""
+    input, in float32 as in float64. This pass is small, so its float32 products run
+    in float64; "float32-tiles" lowers the bound so that they run in float32 tiles."""
+    if dtype == "float32-tiles":
+        # the client decides and ships the choice with the pass: the workers need no patch
+        monkeypatch.setattr(dxrf.stats_tiles, "WIDE_WORK", 0)
+        dtype = "float32"
     X, y = data
     fmap = dxrf.RandomFourierFeatures(120, bandwidth=2.0, dtype=dtype, random_state=0).fit(X)
     with dxrf.options(tile_bytes=300 * 120 * np.dtype(dtype).itemsize):  # 300-row tiles: many cut by chunks
@@ -300,3 +306,31 @@ def test_bitwise_identical_across_chunkings_worker_counts_and_numpy(data, zarr_d
             for field in ("gram", "sum", "cross", "ysum", "yy"):
                 np.testing.assert_array_equal(getattr(candidate[part], field), getattr(ref[part], field))
             assert candidate[part].n == ref[part].n
+
+
+def test_small_float32_passes_multiply_in_float64(data, monkeypatch):
+    """DESIGN.md, "Precision of the pass": below N M (M + d) = WIDE_WORK the products of
+    float32 features are float64, and the features are transform's row-independent ones."""
+    from dxrf import stats_tiles
+
+    X, y = data
+    fmap = dxrf.RandomFourierFeatures(120, bandwidth=2.0, random_state=0).fit(X)
+    kernel = fmap.kernel_
+    Z = kernel.raw_rowwise(X).astype(np.float64) * kernel.scale  # transform's features before its float32 scaling
+    np.testing.assert_array_equal(kernel.raw_rowwise(X[:7]), kernel.raw_rowwise(X)[:7])
+    wide = accumulate(X, y, fmap)
+    assert rel(wide.gram, Z.T @ Z) <= 1e-14 and rel(wide.cross, Z.T @ y) <= 1e-14
+    # the bound: N M (M + d) multiply-adds, all of X's rows, and M at most WIDE_MAX_FEATURES
+    limit = stats_tiles.WIDE_WORK // (120 * (120 + D))
+    assert stats_tiles.wide_products(kernel, limit) and not stats_tiles.wide_products(kernel, limit + 1)
+    assert not stats_tiles.wide_products(kernel.astype("float64"), 1)
+    big = dxrf.RandomFourierFeatures(stats_tiles.WIDE_MAX_FEATURES + 1, bandwidth=2.0, random_state=0).fit(X[:1])
+    assert not stats_tiles.wide_products(big.kernel_, 1)
+    # a block of a larger pass makes the larger pass's choice
+    assert rel(block_stats(X, y, kernel, total_rows=limit).gram, wide.gram) <= 1e-15
+    tiles = block_stats(X, y, kernel, total_rows=limit + 1, blas_threads=1)  # one BLAS thread, as in a pass
+    assert 1e-10 < rel(tiles.gram, Z.T @ Z) <= 1e-5  # float32 tiles: float32 rounding
+    monkeypatch.setattr(stats_tiles, "WIDE_WORK", 0)
+    narrow = accumulate(X, y, fmap)
+    for field in ("gram", "sum", "cross"):
+        np.testing.assert_array_equal(getattr(narrow, field), getattr(tiles, field))

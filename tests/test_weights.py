@@ -464,3 +464,98 @@ def test_multinomial_weighted_equals_repeated_rows(data, solver):
     c = dxrf.RandomFeatureClassifier(fourier(), class_weight=cw, **kw).fit(X, labels)
     d = dxrf.RandomFeatureClassifier(fourier(), **kw).fit(X, labels, sample_weight=np.vectorize(cw.get)(labels))
     assert rel(c.coef_, d.coef_) <= 1e-12
+
+
+# -- the median bandwidth and small float32 fits ----------------------------------------------
+
+
+def test_weighted_median_is_the_median_of_repeated_rows():
+    from scipy.spatial.distance import pdist
+
+    from dxrf.features.samplers import median_distance
+
+    rng = np.random.default_rng(5)
+    checked = 0
+    for trial in range(120):
+        n, d = int(rng.integers(2, 20)), int(rng.integers(1, 4))
+        X = rng.normal(size=(n, d))
+        X = np.round(X, 1) if trial % 3 == 0 else X  # ties, and distinct rows at distance 0
+        w = rng.integers(0, 5, size=n)
+        for metric in ("euclidean", "cityblock"):
+            want = float(np.median(pdist(X.repeat(w, axis=0), metric))) if w.sum() >= 2 else 0.0
+            if want > 0:  # else both refuse: no pair of positive distance
+                assert median_distance(X, metric, w) == want  # bitwise, odd and even totals
+                checked += 1
+    assert checked > 150
+    X = rng.normal(size=(30, 2))
+    # weights of ones are no weights; below 1 a row has no pairs with itself, so a constant 1/2 is none either
+    assert median_distance(X, "euclidean", np.ones(30)) == median_distance(X) == median_distance(X, "euclidean", np.full(30, 0.5))
+    with pytest.raises(ValueError, match="two rows of positive weight"):
+        median_distance(X, "euclidean", np.r_[1.0, np.zeros(29)])
+
+
+def test_median_sample_weighs_pairs_without_bias():
+    """Above median_samples the rows are a uniform sample; a row's own pairs are weighted (s - 1) / (N - 1)."""
+    from dxrf.features.maps import _median_sample
+    from dxrf.features.samplers import weighted_pairs
+
+    rng = np.random.default_rng(6)
+    n, s = 400, 100
+    X = rng.normal(size=(n, 2))
+    w = rng.integers(1, 4, size=n).astype(float)
+    _, full = weighted_pairs(X, w)
+    want = full[0] / full[1:].sum()  # the copies' own pairs against the other pairs, over all rows
+    own, other = [], []
+    for seed in range(200):
+        sample, ws, fraction = _median_sample(X, np.random.default_rng(seed), s, w)
+        assert fraction == (s - 1) / (n - 1) and sample.shape == (s, 2)
+        _, pw = weighted_pairs(sample, ws, "euclidean", fraction)
+        own.append(pw[0])
+        other.append(pw[1:].sum())
+    # both are unbiased for p2 times the full sums, so their ratio of means is the full ratio
+    assert np.mean(own) / np.mean(other) == pytest.approx(want, rel=0.05)
+
+
+def test_median_bandwidth_of_weighted_rows(data):
+    X, y, _, w, rep = data
+    small, ws = X[:200], w[:200]
+    reps = np.repeat(np.arange(200), ws)
+    for fmap in (dxrf.RandomFourierFeatures(20, bandwidth="median", random_state=0),
+                 dxrf.RandomFourierFeatures(20, kernel="laplacian", bandwidth="median", random_state=0),
+                 dxrf.RandomReLUFeatures(20, bandwidth="median", random_state=0)):
+        a, b = clone(fmap).fit(small, sample_weight=ws), clone(fmap).fit(small[reps])
+        assert a.bandwidth_ == b.bandwidth_
+        np.testing.assert_array_equal(a.transform(small), b.transform(small))
+        # dask rows and weights: the same sample, the same bandwidth
+        c = clone(fmap).fit(da.from_array(small, chunks=(64, 3)), sample_weight=da.from_array(ws, chunks=50))
+        assert c.bandwidth_ == a.bandwidth_
+    # above median_samples the sample's row indices do not depend on the weights: ones are no weights, bitwise
+    med = dxrf.RandomFourierFeatures(20, bandwidth="median", median_samples=100, random_state=0)
+    assert clone(med).fit(X, sample_weight=np.ones(len(X))).bandwidth_ == clone(med).fit(X).bandwidth_
+    # the learners, a selector and the search weigh it: the default features see the weights
+    r = dxrf.RandomFeatureRidge(random_state=0).fit(small, y[:200], sample_weight=ws)
+    assert r.features_.bandwidth_ == a.bandwidth_
+    sel = dxrf.LeverageScoreSampler(10, base=dxrf.RandomFourierFeatures(bandwidth="median"), random_state=0)
+    assert sel.fit(small, sample_weight=ws).candidates_.bandwidth_ == a.bandwidth_
+
+
+def test_small_float32_fits_weighted_equal_repeated_rows(data):
+    """A small pass multiplies float32 features in float64 (DESIGN.md, "Precision of the pass"):
+    weights equal repeated rows to float64 rounding, not float32's."""
+    X, y, labels, w, rep = data
+
+    def f32():
+        return dxrf.RandomFourierFeatures(40, bandwidth=2.0, random_state=0)
+
+    a, b = accumulate(X, y, f32().fit(X), sample_weight=w), accumulate(X[rep], y[rep], f32().fit(X))
+    for key in ("gram", "sum", "cross"):
+        assert rel(getattr(a, key), getattr(b, key)) <= 1e-13, key
+    kws = [({}, "ridge"), (dict(loss="logistic", solver="newton", hessian_rows=None, tol=1e-10), "decision_function"),
+           (dict(loss="multinomial", solver="newton-cg", tol=1e-10, max_iter=300), "predict_proba")]
+    for kw, method in kws:
+        make = (lambda: dxrf.RandomFeatureRidge(f32(), alpha=1e-4)) if not kw else (
+            lambda: dxrf.RandomFeatureClassifier(f32(), **kw))
+        one = make().fit(X, y if not kw else labels, sample_weight=w)
+        two = make().fit(X[rep], (y if not kw else labels)[rep])
+        method = "predict" if method == "ridge" else method
+        np.testing.assert_allclose(getattr(one, method)(X), getattr(two, method)(X), rtol=1e-9, atol=1e-12)

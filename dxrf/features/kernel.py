@@ -202,14 +202,50 @@ class FeatureKernel:
         float32-rounded inputs is computed in float64 and rounded to float32
         once, so it is the same in any company; the activation then runs
         elementwise. ``transform`` and ``predict`` use this; the statistics
-        pass keeps the float32 product (its tiles fix the blocking). Float64
+        pass keeps the float32 product (its tiles fix the blocking), except a
+        small pass, which uses :meth:`base_rowwise`. Float64
         kernels, structured (SORF) kernels and device arrays are evaluated as
         by ``__call__``.
         """
         if self.activation in NYSTROEM and not (is_device_array(X) or is_device_array(self.W)):
             return self._nystroem_rowwise(X)
+        out = self.raw_rowwise(X)
+        out *= self.scale.astype(out.dtype)
+        return out
+
+    def _nystroem_float64(self, X: np.ndarray, whiten: bool) -> np.ndarray:
+        """A float32 Nyström map's kernel values (whitened or not) from float64, rounded once; else as computed."""
+        if self.dtype != np.float32 or is_device_array(X) or is_device_array(self.W):
+            return self.raw(X) if whiten else self.base(X)
+        X = self._check_rows(X)
+        K = landmark_block(X.astype(np.float32, copy=False), self._w64, self.activation[len("nystroem-"):], self.bandwidth)
+        return (K @ self.whitening if whiten and self.whitening is not None else K).astype(np.float32)
+
+    def base_rowwise(self, X: np.ndarray) -> np.ndarray:
+        """:meth:`base` features whose every row is independent of the other rows of ``X``.
+
+        As :meth:`rowwise`, without the scale: a float32 projection (or a
+        Nyström map's kernel values, which ``predict`` evaluates the same
+        way) computed in float64 and rounded once. The statistics pass uses
+        these when it accumulates float32 features' products in float64
+        (:func:`dxrf.stats_tiles.wide_products`), so its statistics are
+        those of the features ``transform`` makes, before their scaling.
+        """
+        if self.activation in NYSTROEM:
+            return self._nystroem_float64(X, whiten=False)
+        return self.raw_rowwise(X)
+
+    def raw_rowwise(self, X: np.ndarray) -> np.ndarray:
+        """:meth:`raw` features whose every row is independent of the other rows of ``X``.
+
+        :meth:`rowwise` without the scale (a Nyström map's whitened kernel
+        values computed in float64 and rounded once); the logistic passes of
+        a small fit use these (:func:`dxrf.stats_tiles.wide_products`).
+        """
+        if self.activation in NYSTROEM:
+            return self._nystroem_float64(X, whiten=True)
         if self.dtype != np.float32 or self.W is None or is_device_array(X) or is_device_array(self.W):
-            return self(X)
+            return self.raw(X)
         X = np.asarray(X)
         if X.ndim != 2 or X.shape[1] != self.n_features_in:
             raise ValueError(f"X has shape {X.shape}; the feature map expects {self.n_features_in} columns")
@@ -229,7 +265,6 @@ class FeatureKernel:
             blocks.cos_inplace(out)
         elif self.activation == "relu":
             np.maximum(out, 0, out=out)
-        out *= self.scale.astype(np.float32)
         return out
 
     def _nystroem_rowwise(self, X: np.ndarray) -> np.ndarray:

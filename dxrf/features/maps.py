@@ -15,9 +15,10 @@ from sklearn.base import (
     ClassNamePrefixFeaturesOutMixin,
     TransformerMixin,
 )
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, has_fit_parameter
 
 from .._memory import check_allocation
+from .._weights import check_sample_weight
 from .._validation import (
     check_X,
     check_choice,
@@ -39,6 +40,7 @@ __all__ = [
     "RandomMaxoutFeatures",
     "FOURIER_KERNELS",
     "SAMPLINGS",
+    "fit_map",
 ]
 
 FOURIER_KERNELS = ("gaussian", "laplacian", "cauchy")
@@ -104,7 +106,9 @@ class BaseRandomFeatures(KernelTransformer):
         check_positive_int(self.n_components, "n_components")
         check_float_dtype(self.dtype)
 
-    def _make_kernel(self, X: np.ndarray | da.Array, rng: np.random.Generator) -> FeatureKernel:
+    def _make_kernel(
+        self, X: np.ndarray | da.Array, rng: np.random.Generator, sample_weight: np.ndarray | da.Array | None = None
+    ) -> FeatureKernel:
         raise NotImplementedError
 
     def kernel_matrix(self, X: np.ndarray, Y: np.ndarray | None = None) -> np.ndarray:
@@ -112,7 +116,7 @@ class BaseRandomFeatures(KernelTransformer):
         raise NotImplementedError
 
     # -- scikit-learn API -----------------------------------------------
-    def fit(self, X: np.ndarray | da.Array, y: object = None) -> BaseRandomFeatures:
+    def fit(self, X: np.ndarray | da.Array, y: object = None, sample_weight: object = None) -> BaseRandomFeatures:
         """Draw the random parameters.
 
         Parameters
@@ -121,6 +125,10 @@ class BaseRandomFeatures(KernelTransformer):
             Only its number of columns is used, and for ``bandwidth="median"`` a
             bounded random sample of its rows.
         y : ignored
+        sample_weight : array-like or dask array of shape (n_samples,), optional
+            Row weights ``>= 0``; only a ``"median"`` bandwidth uses them (an
+            integer weight counts as the row repeated, see
+            :func:`dxrf.features.samplers.median_distance`).
 
         Returns
         -------
@@ -128,13 +136,14 @@ class BaseRandomFeatures(KernelTransformer):
         """
         self._check_params()
         X = self._validate_X(X, reset=True)
+        w = check_sample_weight(sample_weight, int(X.shape[0]))
         d, m, q = int(X.shape[1]), int(self.n_components), int(getattr(self, "pieces", 1))
         # the draw (float64), its cast and the offsets: a few d x M arrays, refused before drawing
         check_allocation(
             3 * 8 * d * m * q, f"n_components={m} with {d} input columns (a {d} x {m * q} projection matrix)",
             "use fewer features (n_components), or fewer input columns",
         )
-        self.kernel_ = self._make_kernel(X, make_rng(self.random_state))
+        self.kernel_ = self._make_kernel(X, make_rng(self.random_state), w)
         self._n_features_out = self.kernel_.n_components
         return self
 
@@ -148,18 +157,30 @@ class BaseRandomFeatures(KernelTransformer):
         return np.full(m, np.sqrt(self._scale_factor / m))
 
 
-def _median_sample(X: np.ndarray | da.Array, rng: np.random.Generator, size: int) -> np.ndarray:
-    """A random sample of at most ``size`` rows, read lazily from dask input."""
+def _median_sample(
+    X: np.ndarray | da.Array, rng: np.random.Generator, size: int, sample_weight: np.ndarray | da.Array | None = None
+) -> tuple[np.ndarray, np.ndarray | None, float]:
+    """A uniform sample of at most ``size`` rows, their weights, and the weight of a row's own pairs.
+
+    The rows are read lazily from dask input. The last value is the
+    ``self_fraction`` of :func:`samplers.median_distance`: 1 when every row
+    is taken, else ``(size - 1) / (N - 1)``, so that each pair's weight is
+    unbiased for the pairs of all ``N`` rows.
+    """
     n = X.shape[0]
     if n <= size:
-        sample = X
+        sample, w, fraction = X, sample_weight, 1.0
     else:
         idx = np.sort(rng.choice(n, size=size, replace=False))
         sample = X[idx]
-    sample = np.asarray(sample.compute() if is_dask(sample) else sample, dtype=np.float64)
+        w = None if sample_weight is None else sample_weight[idx]
+        fraction = (size - 1) / (n - 1)
+    if is_dask(sample) or is_dask(w):
+        sample, w = da.compute(sample, w)
+    sample = np.asarray(sample, dtype=np.float64)
     if not np.isfinite(sample).all():
         raise ValueError("X contains NaN or infinity (in the rows sampled for bandwidth='median')")
-    return sample
+    return sample, None if w is None else np.asarray(w, dtype=np.float64), fraction
 
 
 def check_bandwidth(bandwidth: object) -> float | str:
@@ -171,10 +192,28 @@ def check_bandwidth(bandwidth: object) -> float | str:
     return check_positive_float(bandwidth, "bandwidth")
 
 
-def _resolve_bandwidth(bandwidth: object, X: np.ndarray | da.Array, rng: np.random.Generator, size: int, metric: str) -> float:
+def _resolve_bandwidth(
+    bandwidth: object, X: np.ndarray | da.Array, rng: np.random.Generator, size: int, metric: str,
+    sample_weight: np.ndarray | da.Array | None = None,
+) -> float:
     if check_bandwidth(bandwidth) == "median":
-        return samplers.median_distance(_median_sample(X, rng, size), metric)
+        sample, w, fraction = _median_sample(X, rng, size, sample_weight)
+        return samplers.median_distance(sample, metric, w, fraction)
     return float(bandwidth)
+
+
+def fit_map(features: object, X: np.ndarray | da.Array, sample_weight: np.ndarray | da.Array | None = None) -> object:
+    """``features.fit(X)``, with ``sample_weight`` for a ``"median"`` bandwidth when the map's ``fit`` takes it.
+
+    The random maps weigh the rows of a ``"median"`` bandwidth (a numeric one
+    needs no weights: they are not checked again); :class:`~dxrf.NystroemFeatures`
+    takes no weights (its landmarks are a random sample of rows, which
+    repeating rows changes anyway).
+    """
+    median = isinstance(features.get_params(deep=False).get("bandwidth"), str)
+    if sample_weight is not None and median and has_fit_parameter(features, "sample_weight"):
+        return features.fit(X, sample_weight=sample_weight)
+    return features.fit(X)
 
 
 class RandomFourierFeatures(BaseRandomFeatures):
@@ -194,7 +233,9 @@ class RandomFourierFeatures(BaseRandomFeatures):
     bandwidth : float or "median", default=1.0
         ``sigma``. ``"median"`` takes the median pairwise distance (Euclidean;
         L1 for the laplacian kernel) of a random sample of ``median_samples``
-        rows.
+        rows (all rows when there are no more), each pair weighted by the
+        rows' ``sample_weight`` given to ``fit``
+        (:func:`~dxrf.features.samplers.median_distance`).
     sampling : {"iid", "orthogonal", "qmc", "structured"}, default="iid"
         How frequencies are drawn: Monte Carlo; orthogonal blocks (ORF,
         gaussian kernel only); scrambled Sobol points pushed through the inverse
@@ -263,11 +304,11 @@ class RandomFourierFeatures(BaseRandomFeatures):
             raise ValueError(f"sampling={self.sampling!r} is defined for the gaussian kernel only, not {self.kernel!r}")
         check_positive_int(self.median_samples, "median_samples")
 
-    def _make_kernel(self, X, rng):
+    def _make_kernel(self, X, rng, sample_weight=None):
         d, m = X.shape[1], self.n_components
         dtype = check_float_dtype(self.dtype)
         metric = "cityblock" if self.kernel == "laplacian" else "euclidean"
-        self.bandwidth_ = _resolve_bandwidth(self.bandwidth, X, rng, self.median_samples, metric)
+        self.bandwidth_ = _resolve_bandwidth(self.bandwidth, X, rng, self.median_samples, metric, sample_weight)
         scale = self._scale(m)
         if self.sampling == "structured":
             signs, norms = samplers.structured_signs(rng, d, m)
@@ -333,9 +374,9 @@ class RandomReLUFeatures(BaseRandomFeatures):
         super()._check_params()
         check_positive_int(self.median_samples, "median_samples")
 
-    def _make_kernel(self, X, rng):
+    def _make_kernel(self, X, rng, sample_weight=None):
         d, m = X.shape[1], self.n_components
-        self.bandwidth_ = _resolve_bandwidth(self.bandwidth, X, rng, self.median_samples, "euclidean")
+        self.bandwidth_ = _resolve_bandwidth(self.bandwidth, X, rng, self.median_samples, "euclidean", sample_weight)
         W = samplers.iid_frequencies(rng, "gaussian", d, m, self.bandwidth_)
         return FeatureKernel("relu", self._scale(m), d, W=W.astype(check_float_dtype(self.dtype)))
 
@@ -356,7 +397,7 @@ class RandomLinearSketch(BaseRandomFeatures):
     random_state : int, RandomState, Generator or None
     """
 
-    def _make_kernel(self, X, rng):
+    def _make_kernel(self, X, rng, sample_weight=None):
         d, m = X.shape[1], self.n_components
         W = rng.standard_normal((d, m))
         return FeatureKernel("identity", self._scale(m), d, W=W.astype(check_float_dtype(self.dtype)))
@@ -399,7 +440,7 @@ class RandomMaxoutFeatures(BaseRandomFeatures):
         super()._check_params()
         check_positive_int(self.pieces, "pieces")
 
-    def _make_kernel(self, X, rng):
+    def _make_kernel(self, X, rng, sample_weight=None):
         d, m, q = X.shape[1], self.n_components, self.pieces
         # one draw of d x (M q), feature-major: with q = 1 this is the linear sketch's draw
         W = rng.standard_normal((d, m * q))

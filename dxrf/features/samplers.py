@@ -118,16 +118,68 @@ def uniform_offsets(rng: np.random.Generator, m: int) -> np.ndarray:
     return rng.uniform(0.0, 2.0 * np.pi, m)
 
 
-def median_distance(X: np.ndarray, metric: str = "euclidean") -> float:
-    """Median of the pairwise distances between distinct rows of ``X``."""
+def median_distance(
+    X: np.ndarray, metric: str = "euclidean", sample_weight: np.ndarray | None = None, self_fraction: float = 1.0
+) -> float:
+    """Median of the pairwise distances between distinct rows of ``X``, optionally weighted.
+
+    With ``sample_weight`` the median is that of the distances between all
+    copies of the rows when row ``i`` stands for ``w_i`` copies: the pair
+    ``(i, j)`` weighs ``w_i w_j`` and the pairs among a row's own copies (at
+    distance 0) weigh ``C(w_i, 2) = w_i (w_i - 1) / 2`` (0 when ``w_i < 1``),
+    so integer weights give exactly the median of the rows repeated
+    (:func:`numpy.median`, the two middle values averaged when the total
+    weight is even), and a row of weight 0 takes no part. ``self_fraction``
+    multiplies the copies' own pairs: ``(s - 1) / (N - 1)`` when ``X`` is a
+    uniform sample of ``s`` of ``N`` rows, which keeps every pair's weight
+    unbiased (a row's own pairs enter with the row, a pair of rows with both).
+    """
     from scipy.spatial.distance import pdist
 
-    if X.shape[0] < 2:
-        raise ValueError(f"the median bandwidth needs at least 2 rows, got n_samples={X.shape[0]}")
-    dist = pdist(np.asarray(X, dtype=np.float64), metric=metric)
-    med = float(np.median(dist))
+    X = np.asarray(X, dtype=np.float64)
+    if sample_weight is None:
+        if X.shape[0] < 2:
+            raise ValueError(f"the median bandwidth needs at least 2 rows, got n_samples={X.shape[0]}")
+        med = float(np.median(pdist(X, metric=metric)))
+    else:
+        med = _weighted_median(*weighted_pairs(X, np.asarray(sample_weight, dtype=np.float64), metric, self_fraction))
     if not np.isfinite(med) or med <= 0:
         raise ValueError(
             "the median pairwise distance of the sample is 0 (constant or duplicated rows); give a numeric bandwidth"
         )
     return med
+
+
+def weighted_pairs(
+    X: np.ndarray, w: np.ndarray, metric: str = "euclidean", self_fraction: float = 1.0
+) -> tuple[np.ndarray, np.ndarray]:
+    """Distances and weights of :func:`median_distance`'s pairs: first the copies' own pairs (at 0), then pdist's.
+
+    Rows of weight 0 are left out.
+    """
+    from scipy.spatial.distance import pdist
+
+    keep = w > 0
+    X, w = X[keep], w[keep]
+    # pdist's order of pairs, (0, 1), (0, 2), ..., without an index array per pair
+    pairs = [w[i] * w[i + 1 :] for i in range(w.size - 1)]
+    dist = np.concatenate([[0.0], pdist(X, metric=metric)])
+    return dist, np.concatenate([[self_fraction * np.maximum(w * (w - 1) / 2, 0).sum()], *pairs])
+
+
+def _weighted_median(values: np.ndarray, weights: np.ndarray) -> float:
+    """The median of ``values`` each counted ``weights`` times: :func:`numpy.median` of the repeats for integers.
+
+    The mean of the smallest value whose cumulative weight reaches half the
+    total and the smallest whose cumulative weight passes it (one value when
+    the total is odd, the two middle ones when it is even).
+    """
+    keep = weights > 0
+    values, weights = values[keep], weights[keep]
+    if values.size == 0:
+        raise ValueError("the median bandwidth needs two rows of positive weight (or one of weight 2 or more)")
+    order = np.argsort(values, kind="stable")
+    values, cum = values[order], np.cumsum(weights[order])
+    half = cum[-1] / 2
+    lo, hi = values[np.searchsorted(cum, half, side="left")], values[np.searchsorted(cum, half, side="right")]
+    return float(np.mean([lo, hi]))

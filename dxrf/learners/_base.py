@@ -23,7 +23,7 @@ from .._validation import check_fraction, check_X, is_dask, is_integer
 from .._weights import check_sample_weight, combined_weight
 from ..engine import map_rows
 from ..features.kernel import FeatureKernel
-from ..features.maps import RandomFourierFeatures
+from ..features.maps import RandomFourierFeatures, fit_map
 from ..persist import SaveMixin
 from ..stats import FeatureStats, accumulate
 
@@ -132,12 +132,15 @@ class RandomFeatureModel(SaveMixin, BaseEstimator):
             features.set_params(random_state=seed)
         return features
 
-    def _fit_map(self, features: object, X: np.ndarray | da.Array) -> FeatureKernel:
+    def _fit_map(
+        self, features: object, X: np.ndarray | da.Array, sample_weight: np.ndarray | da.Array | None = None
+    ) -> FeatureKernel:
         """Fit a feature map (no Gram, no pass) and keep it as ``features_`` and ``kernel_``.
 
         Sets ``n_passes_``: a bandwidth estimated from sampled rows reads X once.
+        ``sample_weight`` weighs a median bandwidth's rows (:func:`~dxrf.features.maps.fit_map`).
         """
-        features.fit(X)
+        fit_map(features, X, sample_weight)
         kernel = getattr(features, "kernel_", None)
         if not isinstance(kernel, FeatureKernel):
             raise TypeError(f"features must be a dxrf feature map with a fitted kernel_, got {type(features).__name__}")
@@ -208,12 +211,13 @@ class RandomFeatureModel(SaveMixin, BaseEstimator):
         ``validation`` fraction or mask, the validation statistics. A selector
         selects from the *training* statistics only, so validation rows stay
         unseen by every choice made on them. ``sample_weight`` (checked)
-        weighs every statistic, hence the selection and the solve.
+        weighs every statistic, hence the selection and the solve, and a
+        ``"median"`` bandwidth's rows.
         """
         features = self._make_features()
         validation = check_validation(validation, X.shape[0])
         if is_selector(features):
-            candidates = features.make_candidates(X, groups=1 if validation is None else 2)
+            candidates = features.make_candidates(X, groups=1 if validation is None else 2, sample_weight=sample_weight)
             passes = features.n_passes_
             kernel = candidates.kernel_
         else:
@@ -224,7 +228,7 @@ class RandomFeatureModel(SaveMixin, BaseEstimator):
                     int(m), "n_components", "use fewer features (the feature map's n_components), or more memory",
                     groups=1 if validation is None else 2, X=X,
                 )
-            kernel = self._fit_map(features, X)
+            kernel = self._fit_map(features, X, sample_weight)
             passes = self.n_passes_
         sample = features.row_sample(int(X.shape[0])) if hasattr(features, "row_sample") else None
         if sample is not None:

@@ -243,7 +243,7 @@ class RandomFeatureClassifier(PartialFitMixin, _RidgeSolveMixin, ClassifierMixin
             # the selector needs the candidates' statistics: one pass
             self._features_pass(X, T, task="classification", classes=self.classes_, sample_weight=sample_weight)
         else:
-            self._fit_map(features, X)
+            self._fit_map(features, X, sample_weight)
         self.alpha_ = float(self.alpha)
         return self._logistic_refit(X, T, self.kernel_, sample_weight)
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from .._validation import is_dask
 from ..features.kernel import FeatureKernel
+from ..features.maps import fit_map
 from ..stats import FeatureStats, accumulate
 from ._base import is_selector
 
@@ -34,13 +35,14 @@ def _data_dependent(features: object) -> str | None:
     return None
 
 
-def partial_features(est: object, X: np.ndarray | da.Array) -> FeatureKernel:
+def partial_features(est: object, X: np.ndarray | da.Array, sample_weight: object = None) -> FeatureKernel:
     """Fix ``est``'s features at its first ``partial_fit`` call; set ``features_`` and ``kernel_``.
 
     A fitted map or selector (one with a ``kernel_``) is used as it is (a
     copy); an unfitted map is cloned, seeded like ``fit`` does, and fitted on
     this first batch: a ``"median"`` bandwidth (the default features') is the
-    median heuristic of the first batch's rows, and stays fixed afterwards.
+    median heuristic of the first batch's rows (weighted by its checked
+    ``sample_weight``), and stays fixed afterwards.
     An unfitted selector is refused with a ``ValueError`` saying what to pass.
     """
     features = est.features
@@ -57,7 +59,7 @@ def partial_features(est: object, X: np.ndarray | da.Array) -> FeatureKernel:
         if why is not None:
             raise ValueError(f"partial_fit cannot fix these features at its first call: {why}")
         fitted = est._make_features()
-        fitted.fit(X)  # the batch's number of columns, and its rows for a median bandwidth
+        fit_map(fitted, X, sample_weight)  # the batch's number of columns, and its rows for a median bandwidth
         if not isinstance(getattr(fitted, "kernel_", None), FeatureKernel):
             raise TypeError(f"features must be a dxrf feature map with a fitted kernel_, got {type(fitted).__name__}")
     est.features_ = fitted
@@ -128,7 +130,7 @@ class PartialFitMixin:
         """True when ``fit`` fixed the features (and classes) and no ``partial_fit`` ran since."""
         return not self._partial_started() and isinstance(getattr(self, "kernel_", None), FeatureKernel)
 
-    def _partial_kernel(self, X: np.ndarray | da.Array) -> FeatureKernel:
+    def _partial_kernel(self, X: np.ndarray | da.Array, sample_weight: object = None) -> FeatureKernel:
         if self._after_fit():
             # partial_fit after fit: the fitted features stay; the statistics
             # start from this batch (fit keeps none: an M x M matrix per model)
@@ -136,7 +138,7 @@ class PartialFitMixin:
                 raise ValueError(f"X has {X.shape[1]} features, but the fitted features expect {self.kernel_.n_features_in}")
             self.n_passes_ = 0
             return self.kernel_
-        return partial_features(self, X)
+        return partial_features(self, X, sample_weight)
 
     def _partial_update(
         self, X: np.ndarray | da.Array, T: np.ndarray | da.Array, first: bool, sample_weight: object = None
@@ -148,7 +150,7 @@ class PartialFitMixin:
         """
         from .ridge_path import mse_from_stats, solve_ridge
 
-        kernel = self._partial_kernel(X) if first else self.kernel_
+        kernel = self._partial_kernel(X, sample_weight) if first else self.kernel_
         batch = accumulate(X, T, kernel, sample_weight=sample_weight)
         if not first and batch.n_targets != self.stats_.n_targets:
             raise ValueError(f"y has {batch.n_targets} output(s), but earlier partial_fit calls had {self.stats_.n_targets}")

@@ -179,7 +179,9 @@ class RandomFeatureRidge(PartialFitMixin, _RidgeSolveMixin, TargetScaleMixin, Re
             sum_n w_n`` (an integer weight equals repeating the row), and
             ``validation_errors_`` and ``train_mse_`` are weighted means. The
             weights enter the same pass; a selector's statistics are weighted
-            too (a ``"median"`` bandwidth is taken from unweighted rows).
+            too, and so are the pairs of rows of a ``"median"`` bandwidth
+            (:func:`dxrf.features.samplers.median_distance`; a Nyström map's
+            landmarks and median take no weights).
 
         Returns
         -------

@@ -35,7 +35,7 @@ from .._validation import (
 )
 from .._weights import check_class_weight
 from ..features.landmarks import LANDMARK_KERNELS
-from ..features.maps import RandomFourierFeatures
+from ..features.maps import RandomFourierFeatures, fit_map
 from ..features.nystroem import NystroemFeatures, landmark_kernel, uniform_landmarks
 from ..search.evaluate import GridErrors, candidate_prefix, fold_pairs, merge_errors, select_largest, validate_grid
 from ..search.grid import SearchGrid, Variant, check_grid
@@ -310,7 +310,7 @@ class _SearchCV:
         clock = time.perf_counter()
         if grid.needs_median:
             # the median heuristic from a row sample: a read of X (random rows touch most chunks)
-            probe = self._candidate_map(1, "median", seed).fit(X)
+            probe = fit_map(self._candidate_map(1, "median", seed), X, sample_weight)
             median = float(probe.bandwidth_)
             passes += 1
         values = [b.resolve(median) for b in grid.bandwidths]
@@ -657,8 +657,8 @@ class RandomFeatureRidgeCV(_SearchCV, RandomFeatureRidge):
         y : array-like or dask array of shape (n_samples,) or (n_samples, k)
         sample_weight : array-like or dask array of shape (n_samples,), optional
             Row weights: every statistic, validation score and the refit are
-            weighted (folds still hash row indices; the median bandwidth is
-            taken from unweighted rows).
+            weighted, and so is the median heuristic's sample of rows (folds
+            still hash row indices; Nyström landmarks are drawn unweighted).
 
         Returns
         -------

@@ -194,7 +194,7 @@ class _BaseSGD(RandomFeatureModel):
             train, _ = self._features_pass(X, Y, validation=validation, validation_seed=_VALIDATION_SEED, task=task,
                                            classes=classes, sample_weight=weights)
             return None if train.n == 0 else train.ysum / train.n
-        self._fit_map(self._make_features(), X)
+        self._fit_map(self._make_features(), X, weights)
         return None
 
     def _resolve_step(self, X: Any, rng: np.random.Generator) -> float:
@@ -243,7 +243,7 @@ class _BaseSGD(RandomFeatureModel):
             Y = np.asarray(Y, dtype=np.float64).reshape(X.shape[0], -1)
         k = Y.shape[1]
         if first:
-            partial_features(self, X)
+            partial_features(self, X, weights)
         elif self.coef_.shape[1] != k:
             raise ValueError(f"y has {k} output(s), but the model has {self.coef_.shape[1]}")
         shuffle_seed = self._shuffle_seed()

@@ -22,7 +22,7 @@ from .._memory import check_statistics
 from .._validation import check_choice, check_positive_float, check_positive_int, is_dask, is_integer, make_rng
 from .._weights import check_sample_weight
 from ..features.kernel import FeatureKernel
-from ..features.maps import KernelTransformer, RandomFourierFeatures
+from ..features.maps import KernelTransformer, RandomFourierFeatures, fit_map
 from ..stats import FeatureStats, accumulate
 from .leverage import (
     LAM_CONVENTIONS,
@@ -86,8 +86,10 @@ class _BaseSelector(KernelTransformer):
         check_choice(self.method, "method", METHODS)
 
     # -- the pass ---------------------------------------------------------------
-    def _make_base(self, X: np.ndarray | da.Array, m0: int, base_seed: object) -> object:
-        """Clone the base map with ``n_components=m0``, seed it, fit it on X."""
+    def _make_base(
+        self, X: np.ndarray | da.Array, m0: int, base_seed: object, sample_weight: np.ndarray | da.Array | None = None
+    ) -> object:
+        """Clone the base map with ``n_components=m0``, seed it, fit it on X (weighted rows for a median bandwidth)."""
         base = RandomFourierFeatures() if self.base is None else self.base
         if not hasattr(base, "fit") or "n_components" not in base.get_params(deep=False):
             raise TypeError(f"base must be a dxrf feature map such as RandomFourierFeatures(), got {base!r}")
@@ -96,7 +98,7 @@ class _BaseSelector(KernelTransformer):
         params = base.get_params(deep=False)
         if base_seed is not None and "random_state" in params and params["random_state"] is None:
             base.set_params(random_state=base_seed)
-        base.fit(X)
+        fit_map(base, X, sample_weight)
         if not isinstance(getattr(base, "kernel_", None), FeatureKernel):
             raise TypeError(f"base must be a dxrf feature map with a fitted kernel_, got {type(base).__name__}")
         # a bandwidth estimated from a row sample reads X once more (random
@@ -110,12 +112,12 @@ class _BaseSelector(KernelTransformer):
     ) -> tuple[object, FeatureStats]:
         """Fit the base map on all of X; accumulate over all rows or a hashed ``sample`` ``(fraction, seed)``.
 
-        ``sample_weight`` (checked here) weighs the statistics; a median
-        bandwidth is estimated from unweighted rows.
+        ``sample_weight`` (checked here) weighs the statistics and a median
+        bandwidth's rows.
         """
         w = check_sample_weight(sample_weight, int(X.shape[0]))
         self._check_memory(X, m0)
-        base = self._make_base(X, m0, base_seed)
+        base = self._make_base(X, m0, base_seed, w)
         self.n_passes_ += 1
         if sample is None:
             return base, accumulate(X, Y, features=base.kernel_, sample_weight=w)
@@ -141,7 +143,7 @@ class _BaseSelector(KernelTransformer):
             groups=groups, X=X,
         )
 
-    def make_candidates(self, X: np.ndarray | da.Array, *, groups: int = 1) -> object:
+    def make_candidates(self, X: np.ndarray | da.Array, *, groups: int = 1, sample_weight: object = None) -> object:
         """The fitted candidate map ``fit`` would draw, without any pass.
 
         With :meth:`fit_from_stats` this lets a learner accumulate the
@@ -157,6 +159,8 @@ class _BaseSelector(KernelTransformer):
             Groups of rows whose statistics the caller accumulates apart
             (2 with a validation split): the candidates are refused when
             their statistics cannot fit in memory.
+        sample_weight : array-like or dask array of shape (n_samples,), optional
+            Row weights of a ``"median"`` bandwidth (the caller weighs the statistics).
 
         Returns
         -------
@@ -169,7 +173,7 @@ class _BaseSelector(KernelTransformer):
         X = self._validate_X(X, reset=True)
         self._check_memory(X, m0, groups)
         base_seed, _ = _split_random_state(self.random_state)
-        return self._make_base(X, m0, base_seed)
+        return self._make_base(X, m0, base_seed, check_sample_weight(sample_weight, int(X.shape[0])))
 
     def fit_from_stats(
         self, candidates: object, stats: FeatureStats, *, task: str | None = None, classes: np.ndarray | None = None

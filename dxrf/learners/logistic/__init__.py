@@ -81,7 +81,11 @@ independent of N) is ``<= tol``, or the predicted (Newton decrement) or
 observed decrease of ``L`` is below ``ftol * max(|L|, 1)`` with
 ``ftol = 64 eps(float64)`` (scikit-learn's L-BFGS setting), or ``1e-11`` for
 Newton and Newton-CG on float32 features, whose float32 scores make the
-objective noisy at about that level.
+objective noisy at about that level. A small fit (``N M (M + d)`` at most
+:data:`dxrf.stats_tiles.WIDE_WORK`, as for the statistics pass) computes
+row-independent float32 features and every product from them in float64
+(scores, gradients, Hessians, directions), so it keeps the float64 ``ftol``;
+integer weights then equal repeated rows to float64 rounding.
 
 Modules
 -------

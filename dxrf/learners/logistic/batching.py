@@ -88,6 +88,7 @@ def _batch_pass(runner: _PassRunner, requests: dict[int, _Request]) -> dict[int,
         hv=columns(hv),
         vectors=stack([reqs[j].vector for j in hv]) if hv.size else None,
         precise=runner.precise,
+        wide=runner.wide,
         hess_period=runner.hess_period,
         multinomial=runner.multinomial,
     )

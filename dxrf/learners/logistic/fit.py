@@ -15,6 +15,7 @@ from ..._weights import check_sample_weight
 from ...features.kernel import FeatureKernel
 from ...options import get_options
 from ...stats import resolve_kernel
+from ...stats_tiles import wide_products
 from .batching import _drive
 from .lbfgs import _lbfgs
 from .newton import _newton
@@ -261,11 +262,14 @@ def fit_logistic(
     # scipy's L-BFGS line search compares function values, so float32 features get
     # float64 scores there (see _block_sums); Newton's line search also uses derivatives
     precise = chosen == "lbfgs"
-    obj = _Objective(total, alpha, m, bool(fit_intercept), np.float64 if precise else kernel.dtype)
+    # a small fit computes float32 features' products in float64 (as the statistics pass
+    # does): its objective is then as smooth as with float64 features
+    wide = wide_products(kernel, n)
+    obj = _Objective(total, alpha, m, bool(fit_intercept), np.float64 if precise or wide else kernel.dtype)
     show = get_options().progress if progress is None else progress
     period = _hessian_period(hessian_rows, n, m, kernel.n_features_in)  # checked for every solver
     period = period if chosen == "newton" else 1
-    runner = _PassRunner(X, T, kernel, show, precise=precise, hess_period=period, weights=weights)
+    runner = _PassRunner(X, T, kernel, show, precise=precise, hess_period=period, weights=weights, wide=wide)
     make = _SOLVER_FUNCTIONS[chosen]
     try:
         outcomes = _drive({j: make(obj, W0[:, j].copy(), float(tol), int(max_iter)) for j in range(k)}, runner)

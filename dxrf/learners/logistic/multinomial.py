@@ -20,6 +20,7 @@ from sklearn.exceptions import ConvergenceWarning
 from ...features.kernel import FeatureKernel
 from ...options import get_options
 from ...stats import resolve_kernel
+from ...stats_tiles import wide_products
 from .batching import _drive
 from .fit import _check_alpha, _prepare, check_solver_options, row_weights
 from .lbfgs import _lbfgs
@@ -125,9 +126,11 @@ def fit_multinomial(
     weights, total = row_weights(sample_weight, n)
     chosen = "lbfgs" if solver == "auto" else solver
     precise = chosen == "lbfgs"  # float64 scores for scipy's line search (see fit_logistic)
-    obj = _Objective(total, alpha, m * k, bool(fit_intercept), np.float64 if precise else kernel.dtype, intercepts=k)
+    wide = wide_products(kernel, n)  # float64 products of a small fit's float32 features (see fit_logistic)
+    obj = _Objective(total, alpha, m * k, bool(fit_intercept), np.float64 if precise or wide else kernel.dtype,
+                     intercepts=k)
     show = get_options().progress if progress is None else progress
-    runner = _PassRunner(X, T, kernel, show, precise=precise, weights=weights, multinomial=True)
+    runner = _PassRunner(X, T, kernel, show, precise=precise, weights=weights, multinomial=True, wide=wide)
     try:
         outcome = _drive({0: _SOLVER_FUNCTIONS[chosen](obj, np.zeros(obj.size), float(tol), int(max_iter))}, runner)[0]
     finally:

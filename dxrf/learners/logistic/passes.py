@@ -49,7 +49,9 @@ class _PassRunner:
     """Runs passes over (X, T): in this process for NumPy input, on the scheduler for dask.
 
     ``count`` is the number of passes made. ``multinomial``: one solver whose
-    point is the (M + 1, K) matrix of the softmax over all K label columns. NumPy X is checked once here
+    point is the (M + 1, K) matrix of the softmax over all K label columns.
+    ``wide``: float32 features' products in float64 (a small fit, see
+    :func:`dxrf.stats_tiles.wide_products`). NumPy X is checked once here
     (its blocks are then trusted); dask blocks are checked in their tasks.
     """
 
@@ -63,8 +65,10 @@ class _PassRunner:
         hess_period: int = 1,
         weights: np.ndarray | da.Array | None = None,
         multinomial: bool = False,
+        wide: bool = False,
     ) -> None:
         self.kernel = kernel
+        self.wide = bool(wide)
         self.precise = precise
         self.hess_period = hess_period
         self.multinomial = multinomial

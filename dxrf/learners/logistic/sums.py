@@ -68,13 +68,14 @@ class _Spec:
     grad: np.ndarray
     hess: np.ndarray
     line: np.ndarray
-    dcoef: np.ndarray  # (M, len(line)) kernel dtype
+    dcoef: np.ndarray  # (M, len(line)) kernel dtype (float64 when wide)
     dintercept: np.ndarray
     steps: np.ndarray  # the grid _LINE_STEPS, then 0 (the point the direction starts from)
     hv: np.ndarray
-    vcoef: np.ndarray  # (M, len(hv)) kernel dtype
+    vcoef: np.ndarray  # (M, len(hv)) kernel dtype (float64 when wide)
     vintercept: np.ndarray
     precise: bool = False  # float64 scores for float32 kernels (see _block_sums)
+    wide: bool = False  # float64 products of row-independent float32 features (see _block_sums)
     hess_period: int = 1  # Hessians from the rows of every hess_period-th block of _HESS_BLOCK (1: all rows)
     multinomial: bool = False  # the K point columns are one softmax (see softmax.py); no Hessians
 
@@ -154,6 +155,9 @@ def _block_sums(
     loss, gradient, Hessian and Hessian-vector terms; ``n`` is then their sum.
     With ``spec.multinomial`` the K point columns are one softmax: the per-row
     terms come from :func:`~.softmax.softmax_rows`, the products are the same.
+    ``spec.wide`` (a small fit on float32 features, :func:`dxrf.stats_tiles.wide_products`):
+    the features are :meth:`~dxrf.features.kernel.FeatureKernel.raw_rowwise`'s
+    and every product, Hessians included, runs in float64.
     """
     if check:
         X = check_block(X, kernel.n_features_in, row_offset)
@@ -174,7 +178,9 @@ def _block_sums(
     tile_rows = max(1, min(tile_rows, n))
     # float32 scores (and float32 coefficients) make the loss steppy at ~1e-10 relative,
     # which stalls scipy's L-BFGS line search: "precise" passes score in float64
-    precise = spec.precise and dtype != np.float64
+    wide = spec.wide and dtype != np.float64
+    precise = (spec.precise or wide) and dtype != np.float64
+    hdtype = np.dtype(np.float64) if wide else dtype  # the Hessians' tiles
     sdtype = np.dtype(np.float64) if precise else dtype
     ka, nl, nv = spec.coef.shape[1], spec.line.size, spec.hv.size
     ng, nh = spec.grad.size, spec.hess.size
@@ -205,19 +211,23 @@ def _block_sums(
     line_buf = thread_buffer("line", (tile_rows, ns, nl), np.float64)
     line_tmp = thread_buffer("line-tmp", (tile_rows, ns, nl), np.float64)
     if nh:
-        gram = thread_buffer("tile-gram", (m + 1, m + 1), dtype)
-        scaled = thread_buffer("scaled", (tile_rows, m + 1), dtype)
-        sw_buf = thread_buffer("sqrt-w", (tile_rows,), dtype)
+        gram = thread_buffer("tile-gram", (m + 1, m + 1), hdtype)
+        scaled = thread_buffer("scaled", (tile_rows, m + 1), hdtype)
+        sw_buf = thread_buffer("sqrt-w", (tile_rows,), hdtype)
         # one (M+1)^2 block per Hessian, summed over tiles in the feature dtype and
         # flushed to float64 (allocated per block, not kept: K of them can be large,
         # and a block's Gram costs far more than touching them)
-        acc = np.zeros((m + 1, m + 1, nh), dtype=dtype, order="F")
+        acc = np.zeros((m + 1, m + 1, nh), dtype=hdtype, order="F")
         pending, acc_empty = 0, True
     line_c = (1.0 - spec.steps)[None, :, None]  # margins at point - (1 - s) direction
     for lo in range(0, n, tile_rows):
         hi = min(lo + tile_rows, n)
         rows = hi - lo
-        Z = kernel.raw(X[lo:hi], out=buf[:rows])
+        if wide:
+            Z = buf[:rows]
+            Z[...] = kernel.raw_rowwise(X[lo:hi])
+        else:
+            Z = kernel.raw(X[lo:hi], out=buf[:rows])
         if precise:
             Zs = buf64[:rows]
             np.copyto(Zs, Z)
@@ -298,7 +308,7 @@ def _block_sums(
             at = 0
             for a, b in runs:  # the sampled rows of the tile, packed
                 a, b = a - row_offset - lo, b - row_offset - lo
-                np.multiply(Z[a:b], sw[a:b, None], out=A[at : at + b - a, :m])
+                np.multiply(Zs[a:b] if wide else Z[a:b], sw[a:b, None], out=A[at : at + b - a, :m])
                 A[at : at + b - a, m] = sw[a:b]
                 at += b - a
             # A^T A by NumPy's syrk path, which releases the GIL (SciPy's ?syrk
@@ -335,10 +345,11 @@ def _make_spec(
     precise: bool = False,
     hess_period: int = 1,
     multinomial: bool = False,
+    wide: bool = False,
 ) -> _Spec:
     """A pass specification from points ``(M + 1, Ka)`` in scaled coordinates."""
     m = kernel.n_components
-    dtype = kernel.dtype
+    dtype = np.dtype(np.float64) if wide else kernel.dtype  # of the directions and vectors
     scale = kernel.scale[:, None]
     empty = np.zeros(0, dtype=np.intp)
 
@@ -367,6 +378,7 @@ def _make_spec(
         vcoef=vcoef,
         vintercept=vintercept,
         precise=precise,
+        wide=wide,
         hess_period=hess_period,
         multinomial=multinomial,
     )
