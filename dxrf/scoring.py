@@ -317,10 +317,11 @@ def score_models(
         and the validation rows are scored, in the same pass.
     split_seed : int, default=0
         Seed of the hashed split, and of the hashed folds.
-    folds : int, optional
+    folds : int or integer array of shape (N,), optional
         ``k >= 2``: the rows of each of ``k`` hashed folds are scored apart
-        (the folds of :func:`dxrf.accumulate` with the same ``split_seed``).
-        Not together with ``split``.
+        (the folds of :func:`dxrf.accumulate` with the same ``split_seed``);
+        or each row's fold label ``0 .. k - 1`` (NumPy or dask), as in
+        :func:`dxrf.accumulate`. Not together with ``split``.
     progress : bool, optional
     sample_weight : array of shape (N,), optional
         Row weights (NumPy or dask): every score is then a weighted mean,
@@ -329,7 +330,8 @@ def score_models(
     Returns
     -------
     list of ModelScores, one per stack (or, with ``split``, a pair of such
-    lists ``(train, validation)``; with ``folds``, a list of ``k`` such lists).
+    lists ``(train, validation)``; with ``folds``, a list of ``k`` such lists,
+    one per fold, empty folds scoring NaN with ``n = 0``).
     """
     _, _, progress, _ = check_pass_options(progress=progress)
     split_seed = check_seed(split_seed, "split_seed")
@@ -344,7 +346,6 @@ def score_models(
         raise ValueError(f"the models' feature maps expect different numbers of input columns: {sorted(d)}")
     if y is None:
         raise ValueError("y is required to score models")
-    fraction, mask, folds = check_split(split, folds)
     if is_dask(X):
         X = check_dask_matrix(X, n_features=d.pop())
     else:
@@ -354,18 +355,15 @@ def score_models(
         y = np.asarray(y)
         if y.ndim == 0 or y.shape[0] != X.shape[0]:
             raise ValueError(f"y has {y.shape[0] if y.ndim else 0} rows but X has {X.shape[0]}")
-        if mask is not None:
-            mask = np.asarray(mask.compute() if is_dask(mask) else mask).reshape(-1)
-            if mask.shape[0] != X.shape[0]:
-                raise ValueError(f"split has {mask.shape[0]} rows but X has {X.shape[0]}")
+    fraction, column, folds, parts = check_split(split, folds, X)
     weight = check_sample_weight(sample_weight, int(X.shape[0]))
-    parts = folds if folds is not None else (1 if fraction is None and mask is None else 2)
     cfg = _ScoreConfig(groups, _TILE_ROWS, fraction, split_seed, parts, folds, weighted=weight is not None)
     spec = Pass(
         block=_score_block, merge=_score_merge, finish=_score_finish, fixup=_score_fixup,
         tile_grids=(cfg.tile_rows,), partial_bytes=2 * 8 * parts * cfg.width,
     )
-    out = run_pass(spec, X, (y, mask, weight), (cfg,), progress=progress, names=("y", "split", "sample_weight"))
-    if folds is not None:
+    out = run_pass(spec, X, (y, column, weight), (cfg,), progress=progress,
+                   names=("y", "split" if split is not None else "folds", "sample_weight"))
+    if split is None and parts > 1:  # folds: one list per fold
         return out
     return out[0] if parts == 1 else (out[0], out[1])

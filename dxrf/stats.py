@@ -31,7 +31,7 @@ from ._validation import (
 )
 from .compensated import CompensatedSums as _Sums  # noqa: F401 - the partials' type, named here for tests
 from .compensated import packed_size as _packed_size  # noqa: F401
-from .engine import hashed_split, run_pass, tile_grid
+from .engine import fold_labels, hashed_split, run_pass, tile_grid
 from .features.kernel import FeatureKernel
 from ._weights import check_sample_weight
 from .stats_tiles import (
@@ -300,18 +300,35 @@ def resolve_kernel(features: object, X: np.ndarray | da.Array | None = None) -> 
 
 
 
-def check_split(split: object, folds: object = None) -> tuple[float | None, object, int | None]:
-    """``(fraction, mask, folds)`` from a pass's ``split`` (a fraction in (0, 1) or a boolean mask) and ``folds``."""
-    folds = check_int(folds, "folds", low=2, allow_none=True, what="an integer of at least 2")
+def check_split(split: object, folds: object, X: object) -> tuple[float | None, object, int | None, int]:
+    """The row groups of a pass over the (checked) ``X``: ``(fraction, column, hashed_folds, groups)``.
+
+    From ``split`` (a fraction in (0, 1) or a boolean mask) or ``folds`` (an
+    integer k, or per-row fold labels: :func:`dxrf.engine.fold_labels`):
+    ``column`` is the per-row mask or labels (NumPy when X is), and
+    ``groups`` the number of row groups the pass sums apart.
+    """
     if folds is not None and split is not None:
         raise ValueError("give either split (a hold-out) or folds (k-fold), not both")
+    n = int(X.shape[0])
+    if hasattr(folds, "shape"):
+        labels, k = fold_labels(folds, n, local=not is_dask(X))
+        return None, labels, None, k
+    folds = check_int(folds, "folds", low=2, allow_none=True,
+                      what="an integer of at least 2 or an integer array of per-row fold labels")
+    if folds is not None:
+        return None, None, folds, folds
     if split is None:
-        return None, None, folds
+        return None, None, None, 1
     if not hasattr(split, "shape"):
-        return check_fraction(split, "split", what="a fraction in (0, 1) or a boolean mask"), None, None
+        return check_fraction(split, "split", what="a fraction in (0, 1) or a boolean mask"), None, None, 2
     if np.dtype(split.dtype) != np.dtype(bool):
         raise TypeError(f"split mask must be boolean, got dtype {split.dtype}")
-    return None, split, None
+    if not is_dask(X):
+        split = np.asarray(split.compute() if is_dask(split) else split).reshape(-1)
+        if split.shape[0] != n:
+            raise ValueError(f"split has {split.shape[0]} rows but X has {n}")
+    return None, split, None, 2
 
 
 def accumulate(
@@ -360,13 +377,18 @@ def accumulate(
         a pair ``(train, validation)`` from the same pass.
     split_seed : int, default=0
         Seed of the hashed split, and of the hashed folds.
-    folds : int, optional
+    folds : int or integer array of shape (N,), optional
         ``k >= 2``: every row goes to one of ``k`` folds by a hash of its
         global row index and ``split_seed`` (independent of chunking), and
         each fold's statistics are summed apart in this one pass. The result
         is then a tuple of ``k`` statistics; fold ``j``'s training statistics
         are ``sum(result) - result[j]`` (exact up to rounding: the sums are
-        float64). Not together with ``split``.
+        float64). An integer array (NumPy or dask; its chunks are aligned
+        with X's rows by the engine) gives each row's fold instead, ``0 ..
+        k - 1`` with ``k >= 2`` the largest label plus one (negative labels
+        are refused; a fold without rows has statistics with ``n = 0``; dask
+        labels with dask X cost one small pass over the labels for ``k``).
+        Not together with ``split``.
     subsample : float, optional
         A fraction in (0, 1]: only rows whose hash of ``(row index,
         subsample_seed)`` falls below it are accumulated (about ``subsample *
@@ -405,7 +427,7 @@ def accumulate(
     Returns
     -------
     FeatureStats, or a pair (train, validation) when ``split`` is given, or
-    a tuple of ``folds`` statistics; for a list of maps, a list of those, one
+    a tuple of ``k`` statistics with ``folds``; for a list of maps, a list of those, one
     per map.
 
     Notes
@@ -433,7 +455,6 @@ def accumulate(
     d = {k.n_features_in for k in kernels}
     if len(d) > 1:
         raise ValueError(f"the feature maps expect different numbers of input columns: {sorted(d)}")
-    fraction, mask, folds = check_split(split, folds)
     sample = None
     if subsample is not None:
         subsample_seed = check_seed(subsample_seed, "subsample_seed")
@@ -453,15 +474,11 @@ def accumulate(
             y = np.asarray(y)
             if y.ndim == 0 or y.shape[0] != n:
                 raise ValueError(f"y has {y.shape[0] if y.ndim else 0} rows but X has {n}")
-        if mask is not None:
-            mask = np.asarray(mask.compute() if is_dask(mask) else mask).reshape(-1)
-            if mask.shape[0] != n:
-                raise ValueError(f"split has {mask.shape[0]} rows but X has {n}")
     else:
         X = check_dask_matrix(X, n_features=kernels[0].n_features_in)
+    fraction, column, folds, groups = check_split(split, folds, X)
     weight = check_sample_weight(sample_weight, int(X.shape[0]))
     tiles = [tile_rows or default_tile_rows(k) for k in kernels]
-    groups = folds if folds is not None else (1 if (fraction is None and mask is None) else 2)
     cfg = StatsConfig(kernels, tiles, fraction, split_seed, groups, folds, sample, weighted=weight is not None,
                       n_rows=int(X.shape[0]))
     # the client receives a dense M x M Gram per map and group: refused before the pass
@@ -474,7 +491,7 @@ def accumulate(
         concurrency=local_threads(X),
     )
     out = run_pass(
-        stats_pass(cfg), X, (y, mask, weight), (cfg,),
-        progress=progress, split_every=split_every, lanes=lanes, names=("y", "split", "sample_weight"),
+        stats_pass(cfg), X, (y, column, weight), (cfg,), progress=progress, split_every=split_every, lanes=lanes,
+        names=("y", "split" if split is not None else "folds", "sample_weight"),
     )
     return out if many else out[0]

@@ -2,7 +2,7 @@
 
 - :mod:`~dxrf.engine.blocks`: row blocks, their global starts, aligned columns, tile grids;
 - :mod:`~dxrf.engine.checks`: checks every block of a pass gets;
-- :mod:`~dxrf.engine.split`: validation rows and folds by a hash of the global row index;
+- :mod:`~dxrf.engine.split`: row groups: validation rows and folds by a hash of the global row index, or given per row;
 - :mod:`~dxrf.engine.ship`: read-only arguments shipped once (scattered above a size);
 - :mod:`~dxrf.engine.lanes`: chains of chunks on the worker holding them;
 - :mod:`~dxrf.engine.reduce`: the memory-capped tree reduction;
@@ -18,7 +18,7 @@ from .maps import map_rows
 from .reduce import MERGE_BYTES, fan_in, tree_reduce
 from .run import LocalPool, Pass, run_pass
 from .ship import ship
-from .split import block_groups, group_rows, hashed_folds, hashed_split, row_uniforms
+from .split import block_groups, fold_labels, group_rows, hashed_folds, hashed_split, row_uniforms
 
 __all__ = [
     "MERGE_BYTES",
@@ -30,6 +30,7 @@ __all__ = [
     "check_columns",
     "cut_tiles",
     "fan_in",
+    "fold_labels",
     "block_groups",
     "group_rows",
     "hashed_folds",

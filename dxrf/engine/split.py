@@ -1,12 +1,18 @@
-"""Validation rows and folds chosen by a hash of the global row index: no pass, no dependence on chunking."""
+"""Row groups of a pass: validation rows and folds by a hash of the global row index, or given per row.
+
+Hashed groups cost no pass and do not depend on chunking; given fold labels
+(:func:`fold_labels`) are a per-row column like a validation mask.
+"""
 
 from __future__ import annotations
 
+import dask.array as da
 import numpy as np
 
 from .._device import to_host
+from .run import Pass, run_pass
 
-__all__ = ["hashed_split", "hashed_folds", "block_groups", "group_rows", "row_uniforms"]
+__all__ = ["hashed_split", "hashed_folds", "block_groups", "fold_labels", "group_rows", "row_uniforms"]
 
 
 def _splitmix64(x: np.ndarray) -> np.ndarray:
@@ -59,8 +65,9 @@ def block_groups(
     """The row group of each row of a block: fold labels, a validation mask, or None (one group).
 
     Hashed folds (``folds``) or a hashed split (``fraction``) from the global
-    row indices ``start .. start + n - 1``; else the block of a given boolean
-    validation ``column`` (brought to the host); else None.
+    row indices ``start .. start + n - 1``; else the block of a given
+    ``column`` (brought to the host): a boolean validation mask, or integer
+    fold labels (:func:`fold_labels`); else None.
 
     ``sample=(fraction, seed)`` keeps only a hashed subsample of the rows (the
     same hash as the split, with its own seed): the groups become integer
@@ -72,7 +79,8 @@ def block_groups(
     elif fraction is not None:
         groups = hashed_split(start, start + n, fraction, seed)
     elif column is not None:
-        groups = to_host(column).astype(bool, copy=False).reshape(-1)
+        groups = to_host(column).reshape(-1)
+        groups = groups.astype(bool if groups.dtype == bool else np.intp, copy=False)
     else:
         groups = None
     if sample is None:
@@ -80,6 +88,53 @@ def block_groups(
     keep = hashed_split(start, start + n, sample[0], sample[1])
     labels = np.zeros(n, dtype=np.intp) if groups is None else groups.astype(np.intp, copy=False)
     return np.where(keep, labels, -1)
+
+
+def _label_range(X, columns, rows, running):
+    labels = to_host(X).reshape(-1)
+    return (int(labels.min()), int(labels.max())) if labels.size else None
+
+
+def _range_merge(*parts):
+    parts = [p for p in parts if p is not None]
+    return (min(p[0] for p in parts), max(p[1] for p in parts)) if parts else None
+
+
+def fold_labels(labels: object, n_rows: int, *, local: bool) -> tuple[np.ndarray | da.Array, int]:
+    """Check per-row fold labels; return them (NumPy when ``local``) and the number of folds ``k``.
+
+    ``labels`` is an integer array of shape ``(n_rows,)`` (NumPy or dask)
+    giving each row's fold ``0 .. k - 1``, with ``k >= 2`` the largest label
+    plus one. A fold may hold no rows (its statistics then have ``n = 0``, as a
+    small hashed fold can); callers that need rows in every fold check the
+    result. ``local`` (NumPy X) brings dask labels to the host; otherwise
+    dask labels are checked by one pass of the engine over them (their
+    smallest and largest label), not over X.
+
+    Raises
+    ------
+    TypeError
+        Labels that are not an integer array.
+    ValueError
+        A shape other than ``(n_rows,)``, a negative label, or fewer than 2 folds.
+    """
+    if not (hasattr(labels, "shape") and hasattr(labels, "dtype")) or not np.issubdtype(labels.dtype, np.integer):
+        kind = getattr(labels, "dtype", type(labels).__name__)
+        raise TypeError(f"folds must be an integer k >= 2 or an integer array of per-row fold labels, got {kind}")
+    if labels.ndim != 1 or labels.shape[0] != n_rows:
+        raise ValueError(f"folds as labels must have shape ({n_rows},) (one per row of X), got {labels.shape}")
+    if local and isinstance(labels, da.Array):
+        labels = labels.compute()
+    if isinstance(labels, da.Array):
+        low, high = run_pass(Pass(block=_label_range, merge=_range_merge), labels.reshape(-1, 1))
+    else:
+        labels = np.asarray(labels)
+        low, high = int(labels.min()), int(labels.max())
+    if low < 0:
+        raise ValueError(f"folds labels must be 0 .. k-1, got a negative label ({low})")
+    if high < 1:
+        raise ValueError("folds labels must name at least 2 folds (0 .. k-1 with k >= 2), got only fold 0")
+    return labels, high + 1
 
 
 def group_rows(groups: object, n_groups: int) -> list:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import numbers
 import time
 
 import dask.array as da
@@ -27,7 +26,6 @@ from .._validation import (
     ParameterTypeError,
     check_bool,
     check_choice,
-    check_fraction,
     check_int,
     check_seed,
     is_dask,
@@ -50,6 +48,7 @@ from ..selection.selectors import (
 from ..scoring import LinearModels, score_models
 from ..stats import FeatureStats, accumulate
 from .classifier import LOSSES, RandomFeatureClassifier
+from .cv_splits import check_cv
 from .ridge import RandomFeatureRidge
 from .ridge_path import mse_from_stats, ridge_path, statistics_rtol
 from .search_cv_docs import _SEARCH_ATTRIBUTES, _SEARCH_PARAMETERS
@@ -63,25 +62,6 @@ SCORINGS = ("r2", "accuracy")
 LEVERAGE_ROWS = ("train", "all")
 BANDWIDTH_CHOICES = ("joint", "plain", "plain-first")
 FEATURES = ("fourier", "nystroem")
-
-
-def check_cv(cv: object, n_rows: int) -> tuple[str, object]:
-    """``("kfold", k)``, ``("fraction", f)`` or ``("mask", mask)`` from a ``cv`` parameter."""
-    if is_integer(cv):
-        k = check_int(cv, "cv", low=2, what="an integer k >= 2, a fraction in (0, 1) or a boolean mask")
-        if k > n_rows >= 2:  # (fewer than 2 rows are refused by the data checks, in scikit-learn's words)
-            # more folds than rows cannot be formed (and a huge k overflows the hash of the folds)
-            raise ValueError(f"cv={k} folds for {n_rows} rows: cv must be an integer k in 2..{n_rows} (at most one fold per row)")
-        return "kfold", k
-    if isinstance(cv, numbers.Real) and not isinstance(cv, bool):
-        return "fraction", check_fraction(cv, "cv", what="an integer k >= 2, a fraction in (0, 1) or a boolean mask")
-    if hasattr(cv, "shape") and hasattr(cv, "dtype"):
-        if np.dtype(cv.dtype) != np.dtype(bool) or cv.ndim != 1:
-            raise ParameterTypeError(f"cv as an array must be a 1-d boolean mask (True = validation), got {cv.dtype} {cv.shape}")
-        if cv.shape[0] != n_rows:
-            raise ValueError(f"cv has {cv.shape[0]} rows but X has {n_rows}")
-        return "mask", cv
-    raise ParameterTypeError(f"cv must be an integer k >= 2, a fraction in (0, 1) or a boolean mask, got {cv!r}")
 
 
 def store_parameters(estimator: object, values: dict) -> None:
@@ -196,6 +176,8 @@ def _check_rows(groups: tuple[FeatureStats, ...], kind: str, cv: object, n_rows:
     plural = "s" if n_rows != 1 else ""
     if kind == "kfold":
         empty = [j for j, g in enumerate(groups) if g.n == 0]
+        if empty and not is_integer(cv):  # given splits: every test set holds rows, so they weigh 0
+            raise ValueError(f"cv split {empty[0]}: its test rows have a total sample_weight of 0")
         if empty:
             raise ValueError(
                 f"cv={cv} leaves fold {empty[0]} without rows (X has {n_rows} sample{plural}); "
@@ -289,7 +271,10 @@ class _SearchCV:
         is a weighted mean, and the refit is weighted.
         """
         grid = self._check_params()
-        kind, cv = check_cv(self.cv, X.shape[0])
+        # a splitter sees y as given to fit: the class labels, not the +-1 columns
+        given_y = T if classes is None or is_dask(T) else classes[class_codes(T)]
+        kind, cv = check_cv(self.cv, X, given_y)
+        n_folds = (cv if is_integer(cv) else int(cv.max()) + 1) if kind == "kfold" else 2
         plain_first = (self.bandwidth_choice == "plain-first" and len(grid.bandwidths) > 1
                        and any(v.criterion is not None for v in grid.variants))
         nystroem = self.features == "nystroem"
@@ -302,7 +287,7 @@ class _SearchCV:
             ("use fewer landmarks (the largest n_components)" if nystroem else
              "use fewer candidates (n_candidates, default 10 x the largest n_components)")
             + ", fewer bandwidths or fewer folds (cv), or more memory",
-            maps=1 if plain_first else len(grid.bandwidths), groups=cv if kind == "kfold" else 2, X=X,
+            maps=1 if plain_first else len(grid.bandwidths), groups=n_folds, X=X,
         )
         seed = _resolve_seed(self.random_state)
         passes = 0

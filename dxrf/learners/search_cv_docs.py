@@ -72,11 +72,21 @@ _SEARCH_PARAMETERS = """
     sampling : {"iid", "orthogonal", "qmc", "structured"}, default="iid"
     dtype : {"float32", "float64"}, default="float32"
         Feature arithmetic in the pass (sums are float64 either way).
-    cv : int, float or bool array, default=5
+    cv : int, float, bool array, iterable of (train, test) pairs or CV splitter, default=5
         ``k >= 2``: k folds by a hash of the row index (fold ``j``'s
         statistics are summed apart in the one pass, and its training
         statistics are the total minus fold ``j``); a fraction in (0, 1): a
-        hashed hold-out; a boolean mask: True marks validation rows.
+        hashed hold-out; a boolean mask: True marks validation rows. As in
+        scikit-learn, also (train, test) index pairs (e.g.
+        ``list(GroupKFold(k).split(X, y, groups))``) or an object with
+        ``split`` (``KFold(k)``, ``StratifiedKFold(k)``), called as
+        ``cv.split(X, y)`` (``y`` the class labels for a classifier); for
+        dask X it gets only the number of rows, so give a splitter needing
+        no more, or the list of splits. Split ``j`` is fold ``j`` of the same
+        one pass (its rows' labels travel with X like a mask), so the test
+        sets must partition the rows and each train set must be the
+        complement of its test set (KFold, GroupKFold, LeaveOneGroupOut,
+        StratifiedKFold; not ShuffleSplit or TimeSeriesSplit); at least 2.
     cv_seed : int, default=0
         Seed of the hashed folds or hold-out.
     fit_intercept : bool, default=True
