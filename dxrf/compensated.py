@@ -155,7 +155,7 @@ class CompensatedSums:
         n = float(total["wsum"][0]) if "wsum" in total else self.n  # the total weight W of weighted rows
         targets = () if self.k is None else (total["cross"], total["ysum"], total["yy"])
         if transform is not None:
-            return FeatureStats(gram, total["sum"], n, *targets).transformed(transform)
+            return FeatureStats(gram, total["sum"], n, *targets).transformed(transform, overwrite=True)
         for r0, r1, _ in bands:
             gram[r0:r1] *= np.multiply.outer(scale[r0:r1], scale)
         stats = FeatureStats(gram, total["sum"] * scale, n)

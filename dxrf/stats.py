@@ -173,7 +173,10 @@ class FeatureStats:
     def covariance(self) -> np.ndarray:
         """Centred feature covariance ``(1/N) sum (z - mean)(z - mean)^T``."""
         mu = self.mean()
-        return self.gram / self.n - np.outer(mu, mu)
+        C = self.gram / self.n
+        for r0 in range(0, C.shape[0], 1024):  # a band at a time: no M x M temporary
+            C[r0 : r0 + 1024] -= np.outer(mu[r0 : r0 + 1024], mu)
+        return C
 
     def centered_cross(self) -> np.ndarray:
         """Centred cross-covariance ``(1/N) sum (z - mean_z)(y - mean_y)^T``."""
@@ -195,16 +198,45 @@ class FeatureStats:
         cross = None if self.cross is None else self.cross[index] * s[:, None]
         return FeatureStats(gram, self.sum[index] * s, self.n, cross, self.ysum, self.yy)
 
-    def transformed(self, T: np.ndarray) -> FeatureStats:
+    def transformed(self, T: np.ndarray, *, overwrite: bool = False) -> FeatureStats:
         """Exact statistics of the features ``z T`` (``T`` of shape (M, M'), e.g. a Nyström whitening).
 
         ``T^T G T``, ``T^T sum`` and ``T^T cross``; the targets' sums are unchanged.
+        An upper-triangular square ``T`` (a Cholesky whitening) takes two
+        triangular products (``M^3`` flops each, half of a dense product's),
+        computed in the Gram's own memory when ``overwrite`` is true (the
+        caller gives up ``self.gram``).
         """
         T = np.asarray(T, dtype=np.float64)
         if T.ndim != 2 or T.shape[0] != self.n_components:
             raise ValueError(f"T has shape {T.shape}; expected ({self.n_components}, M') for {self.n_components} features")
         cross = None if self.cross is None else T.T @ self.cross
-        return FeatureStats(T.T @ (self.gram @ T), T.T @ self.sum, self.n, cross, self.ysum, self.yy)
+        triangular = T.shape[0] == T.shape[1] and T.shape[0] > 1 and not np.tril(T, -1).any()
+        gram = _triangular_congruence(self.gram, T, overwrite) if triangular else T.T @ (self.gram @ T)
+        return FeatureStats(gram, T.T @ self.sum, self.n, cross, self.ysum, self.yy)
+
+
+def _triangular_congruence(G: np.ndarray, T: np.ndarray, overwrite: bool) -> np.ndarray:
+    """``T^T G T`` for a symmetric ``G`` and an upper-triangular ``T``, by two BLAS ``trmm`` calls."""
+    from scipy.linalg.blas import dtrmm
+
+    # BLAS works on column-major arrays. G.T is G itself (symmetric) in that order;
+    # a row-major upper T read column-major is the lower-triangular T^T.
+    B = G.T if overwrite and G.flags.c_contiguous and G.dtype == np.float64 else np.array(G, dtype=np.float64, order="F")
+    if T.flags.c_contiguous:
+        A, lower, first, second = T.T, 1, 1, 0  # A = T^T: G T = G A^T, then T^T (G T) = A (G T)
+    else:
+        A, lower, first, second = np.asfortranarray(T), 0, 0, 1
+    B = dtrmm(1.0, A, B, side=1, lower=lower, trans_a=first, overwrite_b=1)
+    B = dtrmm(1.0, A, B, side=0, lower=lower, trans_a=second, overwrite_b=1)
+    # the two triangles round differently: average them, a band at a time (no M x M temporary)
+    m, band = B.shape[0], 512
+    for r0 in range(0, m, band):
+        r1 = min(m, r0 + band)
+        mean = (B[r0:r1, r0:] + B[r0:, r0:r1].T) * 0.5
+        B[r0:r1, r0:] = mean
+        B[r0:, r0:r1] = mean.T
+    return B
 
 
 # -- the per-block kernel ------------------------------------------------------

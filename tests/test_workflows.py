@@ -209,3 +209,15 @@ def test_features_needed_interpolates_on_log_m():
     assert features_needed([10, 20, 40], [0.3, 0.2, 0.1], 0.3) == 10
     assert math.isclose(features_needed([10, 20, 40], [0.3, 0.2, 0.1], 0.15), math.sqrt(20 * 40))
     assert features_needed([10, 20], [0.3, 0.2], 0.1) is None
+
+
+def test_mnist_nystroem_quick(tmp_path):
+    """The MNIST Nyström workflow end to end on 3000 digits: tuned on training rows, a low test error."""
+    rc = main(["reproduce", "mnist-nystroem", "--quick", "--out", str(tmp_path)])
+    assert rc == 0
+    res = json.loads((tmp_path / "mnist_nystroem.json").read_text())
+    _files(tmp_path, "mnist_nystroem.json", "mnist_nystroem.md")
+    assert res["n_train"] == 3000 and res["m"] == 600 and res["bandwidth"] in (5.0, 7.0)
+    assert res["alpha"] in res["alphas"] and res["holdout_accuracy"] > 0.85
+    assert res["fit_passes"] == 2  # the landmarks' race, then the statistics
+    assert res["test_error"] < 0.08  # 3000 digits, 600 landmarks (about 5 %); a majority guess errs 89 %

@@ -112,6 +112,8 @@ class FeatureKernel:
         """``T = whitening diag(scale)`` (float64): base-feature statistics to feature statistics; None without whitening."""
         if self.whitening is None:
             return None
+        if np.all(self.scale == 1):  # a Nyström map's: no M x M copy (read-only for callers)
+            return self.whitening
         return self.whitening * self.scale[None, :]
 
     @functools.cached_property

@@ -200,8 +200,13 @@ class RandomFeatureModel(SaveMixin, BaseEstimator):
         task: str | None = None,
         classes: np.ndarray | None = None,
         sample_weight: np.ndarray | da.Array | None = None,
+        landmark_basis: bool = False,
     ) -> tuple[FeatureStats, FeatureStats | None]:
         """Fit the features and accumulate their statistics in one pass.
+
+        ``landmark_basis`` (the caller solves one ridge problem, no
+        validation): a Cholesky-whitened Nyström map's statistics are
+        returned unwhitened, as a :class:`~dxrf.learners.landmark_solve.LandmarkStats`.
 
         A selector with a row sample (``LeverageScoreSampler(n_samples=N0)``)
         takes two: its candidates' statistics over the sample, then the
@@ -224,9 +229,11 @@ class RandomFeatureModel(SaveMixin, BaseEstimator):
             m = features.get_params(deep=False).get("n_components")
             if is_integer(m) and m > 0:
                 # the features' statistics, refused before the features are drawn
+                # without validation the solve is one Cholesky factorisation of the covariance, in
+                # place: the client holds the Gram and that covariance (a path needs eigenvectors too)
                 check_statistics(
                     int(m), "n_components", "use fewer features (the feature map's n_components), or more memory",
-                    groups=1 if validation is None else 2, X=X,
+                    groups=1 if validation is None else 2, X=X, algebra=1 if validation is None else 4,
                 )
             kernel = self._fit_map(features, X, sample_weight)
             passes = self.n_passes_
@@ -240,8 +247,15 @@ class RandomFeatureModel(SaveMixin, BaseEstimator):
                                     classes=classes)
             kernel = features.kernel_
             passes += 1
-        stats = accumulate(X, Y, kernel, split=validation, split_seed=validation_seed, sample_weight=sample_weight)
+        from .landmark_solve import LandmarkStats, solves_in_landmark_basis, unwhitened
+
+        in_landmarks = landmark_basis and validation is None and not is_selector(features) and \
+            solves_in_landmark_basis(kernel)
+        stats = accumulate(X, Y, unwhitened(kernel) if in_landmarks else kernel, split=validation,
+                           split_seed=validation_seed, sample_weight=sample_weight)
         passes += 1
+        if in_landmarks:
+            stats = LandmarkStats(stats, kernel)
         train, valid = stats if validation is not None else (stats, None)
         if is_selector(features) and sample is None:
             features.fit_from_stats(candidates, train, task=task, classes=classes)

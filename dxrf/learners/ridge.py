@@ -10,6 +10,7 @@ from .._validation import check_nonnegative
 from .._weights import check_sample_weight
 from ..stats import FeatureStats
 from ._base import RandomFeatureModel, TargetScaleMixin, linear_predict
+from .landmark_solve import LandmarkStats, solve_landmark_ridge
 from .partial import PartialFitMixin
 from .ridge_path import check_alpha_grid, mse_from_stats, ridge_path, solve_ridge, statistics_rtol
 
@@ -54,6 +55,12 @@ class _RidgeSolveMixin:
 
     def _solve_on_stats(self, train: FeatureStats, valid: FeatureStats | None, grid: np.ndarray | None) -> np.ndarray:
         """Set alpha_, alphas_, validation_errors_, coef (M, k) and intercept (k,); return coef."""
+        if isinstance(train, LandmarkStats):  # one penalty, no validation (see _features_pass)
+            self.alpha_ = float(self.alpha)
+            coef, self._intercept, mse = solve_landmark_ridge(train, self.alpha_, self.fit_intercept)
+            self.train_mse_ = float(mse.mean())
+            self._coef = coef
+            return coef
         if grid is not None:
             if valid is None or valid.n == 0 or train.n == 0:
                 raise ValueError("the validation split left no training or no validation rows; change validation=")
@@ -192,7 +199,7 @@ class RandomFeatureRidge(PartialFitMixin, _RidgeSolveMixin, TargetScaleMixin, Re
         X, y, w = self._regression_targets(X, y, sample_weight)
         validation = self.validation if self.validation is not None else (0.2 if grid is not None else None)
         train, valid = self._features_pass(X, y, validation=validation, validation_seed=self.validation_seed,
-                                           sample_weight=w)
+                                           sample_weight=w, landmark_basis=grid is None)
         self._set_regression_coef(self._solve_on_stats(train, valid, grid), y.ndim == 1)
         return self
 

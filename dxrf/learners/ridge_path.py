@@ -52,14 +52,22 @@ def solve_ridge(stats: FeatureStats, alpha: float, fit_intercept: bool = True) -
     """
     alpha = check_nonnegative(alpha, "alpha")
     C, c = _normal_equations(stats, fit_intercept)
-    A = C + alpha * np.eye(C.shape[0])
+    # C is a new symmetric array: add the penalty and factor it in place (at large M each
+    # M x M copy costs seconds of first touch); C.T is C in the column order LAPACK wants
+    C.flat[:: C.shape[0] + 1] += alpha
+    A = C.T if C.flags.c_contiguous else C
     try:
         with blas_limit(1):  # reproducible to the bit, whatever BLAS threads the caller has
-            coef = scipy.linalg.cho_solve(scipy.linalg.cho_factor(A, lower=True, check_finite=False), c)
+            coef = scipy.linalg.cho_solve(
+                scipy.linalg.cho_factor(A, lower=True, overwrite_a=True, check_finite=False), c
+            )
     except np.linalg.LinAlgError:
         # alpha = 0 with a singular covariance: fall back to the minimum-norm solution
+        # (of the equations afresh: the failed factorisation overwrote A)
+        C, c = _normal_equations(stats, fit_intercept)
+        C.flat[:: C.shape[0] + 1] += alpha
         with blas_limit(1):
-            coef = scipy.linalg.lstsq(A, c)[0]
+            coef = scipy.linalg.lstsq(C, c)[0]
     return coef, _intercept(stats, coef, fit_intercept)
 
 
