@@ -200,11 +200,11 @@ class RandomFeatureModel(SaveMixin, BaseEstimator):
         task: str | None = None,
         classes: np.ndarray | None = None,
         sample_weight: np.ndarray | da.Array | None = None,
-        landmark_basis: bool = False,
+        single_penalty: bool = False,
     ) -> tuple[FeatureStats, FeatureStats | None]:
         """Fit the features and accumulate their statistics in one pass.
 
-        ``landmark_basis`` (the caller solves one ridge problem, no
+        ``single_penalty`` (the caller solves one ridge problem with no
         validation): a Cholesky-whitened Nyström map's statistics are
         returned unwhitened, as a :class:`~dxrf.learners.landmark_solve.LandmarkStats`.
 
@@ -229,11 +229,12 @@ class RandomFeatureModel(SaveMixin, BaseEstimator):
             m = features.get_params(deep=False).get("n_components")
             if is_integer(m) and m > 0:
                 # the features' statistics, refused before the features are drawn
-                # without validation the solve is one Cholesky factorisation of the covariance, in
-                # place: the client holds the Gram and that covariance (a path needs eigenvectors too)
+                # one penalty without validation is one Cholesky factorisation of the covariance, in
+                # place: the client holds the Gram and that covariance (a path, PCA or SGD need more)
+                single = single_penalty and validation is None
                 check_statistics(
                     int(m), "n_components", "use fewer features (the feature map's n_components), or more memory",
-                    groups=1 if validation is None else 2, X=X, algebra=1 if validation is None else 4,
+                    groups=1 if validation is None else 2, X=X, algebra=1 if single else 4,
                 )
             kernel = self._fit_map(features, X, sample_weight)
             passes = self.n_passes_
@@ -249,7 +250,7 @@ class RandomFeatureModel(SaveMixin, BaseEstimator):
             passes += 1
         from .landmark_solve import LandmarkStats, solves_in_landmark_basis, unwhitened
 
-        in_landmarks = landmark_basis and validation is None and not is_selector(features) and \
+        in_landmarks = single_penalty and validation is None and not is_selector(features) and \
             solves_in_landmark_basis(kernel)
         stats = accumulate(X, Y, unwhitened(kernel) if in_landmarks else kernel, split=validation,
                            split_seed=validation_seed, sample_weight=sample_weight)

@@ -179,7 +179,7 @@ class RandomFeatureClassifier(PartialFitMixin, _RidgeSolveMixin, ClassifierMixin
             validation = self.validation if self.validation is not None else (0.2 if grid is not None else None)
             train, valid = self._features_pass(
                 X, T, validation=validation, validation_seed=self.validation_seed,
-                task="classification", classes=self.classes_, sample_weight=w, landmark_basis=grid is None,
+                task="classification", classes=self.classes_, sample_weight=w, single_penalty=grid is None,
             )
             coef = self._solve_on_stats(train, valid, grid)
             self.coef_ = coef.T

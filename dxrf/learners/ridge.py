@@ -199,7 +199,7 @@ class RandomFeatureRidge(PartialFitMixin, _RidgeSolveMixin, TargetScaleMixin, Re
         X, y, w = self._regression_targets(X, y, sample_weight)
         validation = self.validation if self.validation is not None else (0.2 if grid is not None else None)
         train, valid = self._features_pass(X, y, validation=validation, validation_seed=self.validation_seed,
-                                           sample_weight=w, landmark_basis=grid is None)
+                                           sample_weight=w, single_penalty=grid is None)
         self._set_regression_coef(self._solve_on_stats(train, valid, grid), y.ndim == 1)
         return self
 
