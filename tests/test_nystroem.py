@@ -114,13 +114,13 @@ def zarr_xy(tmp_path):
     return X, y, da.from_zarr(path)
 
 
-@pytest.mark.parametrize("how", ["uniform", "leverage"])
-def test_zarr_fit_on_cluster_equals_numpy_fit(cluster2, zarr_xy, how):
+@pytest.mark.parametrize("how,whitening", [("uniform", "eigh"), ("leverage", "eigh"), ("uniform", "cholesky")])
+def test_zarr_fit_on_cluster_equals_numpy_fit(cluster2, zarr_xy, how, whitening):
     X, y, Xd = zarr_xy
     yd = da.from_array(y, chunks=170)
     make = lambda: dxrf.RandomFeatureRidge(  # noqa: E731
         features=dxrf.NystroemFeatures(50, bandwidth=1.0, landmarks=how, leverage_components=200, dtype="float64",
-                                       random_state=7),
+                                       whitening=whitening, random_state=7),
         alpha=1e-4,
     )
     local = make().fit(X, y)

@@ -146,3 +146,21 @@ def test_penalty_path_and_alpha_zero_with_the_cholesky_whitening():
     d = dxrf.RandomFeatureRidge(dxrf.NystroemFeatures(50, bandwidth=1.5, whitening="cholesky", random_state=0),
                                 alpha=0.0).fit(X, y)
     assert np.isclose(d.train_mse_, np.mean((d.predict(X) - y) ** 2), rtol=1e-6)
+
+
+@pytest.mark.parametrize("learner", ["ridge", "classifier"])
+def test_landmark_basis_solve_weights_equal_repeated_rows(learner):
+    X, y = data(300)
+    w = np.random.default_rng(5).integers(0, 4, size=300)
+    target = y if learner == "ridge" else (y > np.median(y)).astype(int)
+    landmarks = X[:40]
+    make = {
+        "ridge": lambda: dxrf.RandomFeatureRidge(
+            dxrf.NystroemFeatures(bandwidth=1.5, landmarks=landmarks, whitening="cholesky"), alpha=1e-4),
+        "classifier": lambda: dxrf.RandomFeatureClassifier(
+            dxrf.NystroemFeatures(bandwidth=1.5, landmarks=landmarks, whitening="cholesky"), alpha=1e-4),
+    }[learner]
+    a = make().fit(X, target, sample_weight=w)
+    b = make().fit(np.repeat(X, w, axis=0), np.repeat(target, w))
+    assert np.abs(np.ravel(a.coef_) - np.ravel(b.coef_)).max() <= 1e-8 * np.abs(b.coef_).max()
+    assert np.allclose(a.intercept_, b.intercept_, rtol=0, atol=1e-8)
