@@ -146,6 +146,8 @@ def _ordered(client: Any, fn: Callable[..., Any], pieces: Iterable[Piece], args:
 #: A worker's parsed read chunks of the pieces it scanned, kept for the write pass so that a piece is
 #: parsed once: ``{(run, piece index, text columns): frames}``, within :func:`_cache_budget` bytes.
 _PARSED: dict[tuple, list[pd.DataFrame]] = {}
+#: the bytes of each entry of ``_PARSED`` (counted once, when it is cached)
+_PARSED_BYTES: dict[tuple, int] = {}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -170,21 +172,25 @@ def _cached_frames(piece: Piece, frames_of: Callable[[Piece], Frames], run: _Run
         # each pass gets shallow copies: preparing a frame replaces some of its columns
         key = (run.id, piece.index, frozenset(str_columns))
         if key in _PARSED:
+            if not keep:
+                _PARSED_BYTES.pop(key, None)
             for df in _PARSED[key] if keep else _PARSED.pop(key):
                 yield df.copy(deep=False)
             return
         kept: list[pd.DataFrame] | None = [] if keep else None
-        room = run.budget() - sum(_frame_bytes(df) for f in _PARSED.values() for df in f)
+        budget = run.budget() - sum(_PARSED_BYTES.values())
+        used = 0
         for df in frames_of(piece)(str_columns):
             if kept is not None:
-                room -= _frame_bytes(df)
-                if room >= 0:
+                used += _frame_bytes(df)
+                if used <= budget:
                     kept.append(df)
                 else:  # over the budget: this piece is parsed again in the write pass
                     kept = None
             yield df.copy(deep=False)
         if kept is not None:
             _PARSED[key] = kept
+            _PARSED_BYTES[key] = used
 
     return frames
 
@@ -197,6 +203,7 @@ def _forget_parsed(run: _Run) -> None:
     """Drop what a run left in this worker's cache (a failed or cancelled ingest)."""
     for key in [k for k in _PARSED if k[0] == run.id]:
         del _PARSED[key]
+        _PARSED_BYTES.pop(key, None)
 
 
 def _scan_piece(piece: Piece, frames_of: Callable[[Piece], Frames], opts: _TableOptions, str_columns: set[str],

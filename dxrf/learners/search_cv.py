@@ -187,6 +187,12 @@ def _check_rows(groups: tuple[FeatureStats, ...], kind: str, cv: object, n_rows:
         raise ValueError(f"the hold-out cv left no training or no validation rows (X has {n_rows} sample{plural}); change cv=")
 
 
+def _split_variants(grid: SearchGrid) -> tuple[list[int], list[int]]:
+    """Positions in ``grid.variants`` of the plain features (no selection) and of the selections."""
+    plain = [v for v, var in enumerate(grid.variants) if var.criterion is None]
+    return plain, [v for v in range(len(grid.variants)) if v not in plain]
+
+
 def _plain_choice(plain: GridErrors) -> int:
     """The bandwidth whose plain features at the largest M validate best (lowest MSE over alphas; first of equals)."""
     top = [np.nan_to_num(e[:, 0, -1].mean(axis=0), nan=np.inf).min() for e in plain.mse]
@@ -428,8 +434,7 @@ class _SearchCV:
         the plain features) at the others.
         """
         m0, m_max = grid.n_candidates, int(grid.n_components.max())
-        plain = [v for v, var in enumerate(grid.variants) if var.criterion is None]
-        others = [v for v, var in enumerate(grid.variants) if var.criterion is not None]
+        plain, others = _split_variants(grid)
         kw = self._validation_options(keep)
         # the first m_max candidates, read as a map of m_max candidates (each at scale sqrt(M0 / m_max))
         up = np.full(m_max, np.sqrt(m0 / m_max))
@@ -460,8 +465,7 @@ class _SearchCV:
         searched. Their rows elsewhere stay NaN (never chosen).
         """
         kw = self._validation_options(keep_paths)
-        plain = [v for v, var in enumerate(grid.variants) if var.criterion is None]
-        others = [v for v, var in enumerate(grid.variants) if var.criterion is not None]
+        plain, others = _split_variants(grid)
         if self.bandwidth_choice == "joint" or len(pairs) == 1 or not others:
             return validate_grid(pairs, grid, rng_for, **kw)
         first = validate_grid(pairs, dataclasses.replace(grid, variants=(grid.variants[plain[0]],)), rng_for, **kw)
