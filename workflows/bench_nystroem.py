@@ -45,6 +45,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sigma", type=float, default=DEFAULT_SIGMA, help="gaussian bandwidth on standardised inputs")
     parser.add_argument("--alpha", type=float, default=DEFAULT_ALPHA, help="ridge penalty on the (1/N) loss")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--whitening", choices=["eigh", "cholesky"], default="eigh",
+                        help="dxrf's whitening (cholesky: a single-alpha ridge solved in the landmark basis)")
     parser.add_argument("--blas-threads", type=int, default=None,
                         help="BLAS threads of both libraries' processes (default: BLAS's own choice); 1 is the "
                              "fair setting on a machine shared with other jobs, where waiting BLAS threads spin")
@@ -69,7 +71,7 @@ ds = dxrf.datasets.load("protein", split=0)
 scaler = StandardScaler().fit(ds.X_train)
 Xtr, Xte = scaler.transform(ds.X_train), scaler.transform(ds.X_test)
 ytr, yte = ds.y_train, ds.y_test
-M, SIGMA, ALPHA = {m}, {sigma}, {alpha}
+M, SIGMA, ALPHA, WHITENING = {m}, {sigma}, {alpha}, "{whitening}"
 from sklearn.kernel_approximation import Nystroem
 from sklearn.linear_model import Ridge
 base = peak()
@@ -88,7 +90,7 @@ _DXRF = """
 # scikit-learn's landmarks: the first M of RandomState(0).permutation(N)
 L = Xtr[np.random.RandomState(0).permutation(Xtr.shape[0])[:M]]
 t0 = time.perf_counter()
-features = dxrf.NystroemFeatures(landmarks=L, bandwidth=SIGMA, dtype="float64")
+features = dxrf.NystroemFeatures(landmarks=L, bandwidth=SIGMA, dtype="float64", whitening=WHITENING)
 model = dxrf.RandomFeatureRidge(features=features, alpha=ALPHA).fit(Xtr, ytr)
 pred = model.predict(Xte)
 fit_s = time.perf_counter() - t0
@@ -111,7 +113,7 @@ def _in_memory(args: argparse.Namespace) -> tuple[dict, list]:
     results: dict = {}
     rows = []
     for m in args.m:
-        prelude = textwrap.dedent(_PRELUDE).format(m=m, sigma=args.sigma, alpha=args.alpha)
+        prelude = textwrap.dedent(_PRELUDE).format(m=m, sigma=args.sigma, alpha=args.alpha, whitening=args.whitening)
         runs: dict = {"sklearn": [], "dxrf": []}
         for r in range(args.repeats):
             for who, body in (("sklearn", _SKLEARN), ("dxrf", _DXRF)):
@@ -196,7 +198,7 @@ def _out_of_core(args: argparse.Namespace) -> tuple[dict, list]:
 def run(args: argparse.Namespace) -> dict:
     from ._common import report, table
 
-    results: dict = {"sigma": args.sigma, "alpha": args.alpha}
+    results: dict = {"sigma": args.sigma, "alpha": args.alpha, "whitening": args.whitening}
     md = ""
     if not args.skip_sklearn:
         results["in_memory"], rows = _in_memory(args)
@@ -204,7 +206,8 @@ def run(args: argparse.Namespace) -> dict:
                      "peak MiB sklearn / dxrf (ratio)", "peak above base MiB sklearn / dxrf (ratio)"], rows)
         threads = "BLAS's default threads" if args.blas_threads is None else f"{args.blas_threads} BLAS thread(s)"
         md += (f"\n\nprotein split 0, standardised, gaussian sigma = {args.sigma}, alpha = {args.alpha} (sklearn alpha "
-               f"= alpha N), the same landmarks; median of {args.repeats} runs, each in a fresh process, {threads}.\n\n")
+               f"= alpha N), the same landmarks, dxrf's whitening {args.whitening}; median of {args.repeats} runs, each in a fresh "
+               f"process, {threads}.\n\n")
     if not args.skip_memory:
         results["out_of_core"], rows = _out_of_core(args)
         md += table(["N", "M", "fit s", "passes", "max worker peak MiB", "above rest MiB", "worker limit MiB"], rows)

@@ -31,7 +31,7 @@ import time
 
 import numpy as np
 
-DESCRIPTION = "MNIST to <= 1.5% test error with 20 000 Nyström features and least squares, in one command"
+DESCRIPTION = "MNIST below 1.5 percent test error: 20 000 Nyström features and least squares, in one command"
 NEEDS_CLIENT = False
 NAME = "mnist-nystroem"
 
