@@ -211,9 +211,20 @@ class FeatureStats:
         if T.ndim != 2 or T.shape[0] != self.n_components:
             raise ValueError(f"T has shape {T.shape}; expected ({self.n_components}, M') for {self.n_components} features")
         cross = None if self.cross is None else T.T @ self.cross
-        triangular = T.shape[0] == T.shape[1] and T.shape[0] > 1 and not np.tril(T, -1).any()
-        gram = _triangular_congruence(self.gram, T, overwrite) if triangular else T.T @ (self.gram @ T)
+        gram = _triangular_congruence(self.gram, T, overwrite) if is_upper_triangular(T) else T.T @ (self.gram @ T)
         return FeatureStats(gram, T.T @ self.sum, self.n, cross, self.ysum, self.yy)
+
+
+def is_upper_triangular(T: np.ndarray) -> bool:
+    """Whether ``T`` is square (M >= 2) with zeros below its diagonal, checked a band of rows at a time."""
+    m = T.shape[0]
+    if T.ndim != 2 or T.shape[1] != m or m < 2:
+        return False
+    for r0 in range(0, m, 512):  # no M x M temporary (np.tril would copy 3.2 GB at M = 20 000)
+        r1 = min(m, r0 + 512)
+        if T[r0:r1, :r0].any() or np.tril(T[r0:r1, r0:r1], -1).any():
+            return False
+    return True
 
 
 def _triangular_congruence(G: np.ndarray, T: np.ndarray, overwrite: bool) -> np.ndarray:

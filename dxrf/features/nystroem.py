@@ -22,10 +22,15 @@ from .kernel import FeatureKernel
 from .landmarks import LANDMARK_KERNELS, WHITENINGS, RaceConfig, leverage_transform, race_pass, whitening_of
 from .maps import KernelTransformer, RandomFourierFeatures, _resolve_bandwidth, check_bandwidth
 
-__all__ = ["NystroemFeatures", "LANDMARK_METHODS", "landmark_gram", "landmark_kernel", "uniform_landmarks"]
+__all__ = ["NystroemFeatures", "LANDMARK_METHODS", "landmark_gram", "landmark_kernel", "landmark_kind", "uniform_landmarks"]
 
 LANDMARK_METHODS = ("uniform", "leverage")
 _EXACT = {"gaussian": exact.gaussian_kernel, "laplacian": exact.laplacian_kernel, "cauchy": exact.cauchy_kernel}
+
+
+def landmark_kind(kernel: FeatureKernel) -> str:
+    """``"gaussian"``, ``"laplacian"`` or ``"cauchy"``: the kernel of a Nyström ``FeatureKernel``."""
+    return kernel.activation[len("nystroem-"):]
 
 
 def landmark_kernel(

@@ -26,6 +26,7 @@ from ..features.kernel import FeatureKernel
 from ..features.maps import RandomFourierFeatures, fit_map
 from ..persist import SaveMixin
 from ..stats import FeatureStats, accumulate
+from .landmark_solve import LandmarkStats, landmark_values, solves_in_landmark_basis
 
 __all__ = ["RandomFeatureModel", "TargetScaleMixin", "is_selector", "linear_predict", "check_validation"]
 
@@ -248,11 +249,9 @@ class RandomFeatureModel(SaveMixin, BaseEstimator):
                                     classes=classes)
             kernel = features.kernel_
             passes += 1
-        from .landmark_solve import LandmarkStats, solves_in_landmark_basis, unwhitened
-
         in_landmarks = single_penalty and validation is None and not is_selector(features) and \
             solves_in_landmark_basis(kernel)
-        stats = accumulate(X, Y, unwhitened(kernel) if in_landmarks else kernel, split=validation,
+        stats = accumulate(X, Y, landmark_values(kernel) if in_landmarks else kernel, split=validation,
                            split_seed=validation_seed, sample_weight=sample_weight)
         passes += 1
         if in_landmarks:

@@ -21,10 +21,11 @@ import scipy.linalg
 
 from .._blas import blas_limit
 from ..features.kernel import FeatureKernel
-from ..stats import FeatureStats
+from ..features.nystroem import landmark_gram, landmark_kernel, landmark_kind
+from ..stats import FeatureStats, is_upper_triangular
 from .ridge_path import _intercept, _normal_equations, mse_from_stats
 
-__all__ = ["LandmarkStats", "solves_in_landmark_basis", "unwhitened", "solve_landmark_ridge"]
+__all__ = ["LandmarkStats", "solves_in_landmark_basis", "landmark_values", "solve_landmark_ridge"]
 
 
 class LandmarkStats:
@@ -34,24 +35,16 @@ class LandmarkStats:
         self.stats = stats
         self.kernel = kernel
 
-    @property
-    def n(self) -> float:
-        return self.stats.n
-
 
 def solves_in_landmark_basis(kernel: FeatureKernel) -> bool:
     """Whether ``kernel`` is a Nyström map with a triangular (Cholesky) whitening and unit scales."""
     T = kernel.whitening
-    if T is None or T.ndim != 2 or T.shape[0] != T.shape[1] or T.shape[0] < 2:
-        return False
-    return bool(np.all(kernel.scale == 1)) and not np.tril(T, -1).any()
+    return T is not None and bool(np.all(kernel.scale == 1)) and is_upper_triangular(T)
 
 
-def unwhitened(kernel: FeatureKernel) -> FeatureKernel:
-    """The kernel values ``k(x, L)`` of a Nyström kernel, as the pass accumulates them."""
-    import dataclasses
-
-    return dataclasses.replace(kernel, whitening=None, scale=np.ones(kernel.n_base))
+def landmark_values(kernel: FeatureKernel) -> FeatureKernel:
+    """The kernel values ``k(x, L)`` of a Nyström kernel, as the pass accumulates them (no whitening)."""
+    return landmark_kernel(kernel.W, landmark_kind(kernel), kernel.bandwidth, whiten=False)
 
 
 def solve_landmark_ridge(
@@ -61,12 +54,10 @@ def solve_landmark_ridge(
 
     The MSE is of the fitted model on the rows of the statistics, exact from them.
     """
-    from ..features.nystroem import landmark_gram
-
     stats, kernel = found.stats, found.kernel
     def equations() -> tuple[np.ndarray, np.ndarray]:
         C, c = _normal_equations(stats, fit_intercept)
-        K = landmark_gram(kernel.W, kernel.activation[len("nystroem-"):], kernel.bandwidth)  # as the whitening used
+        K = landmark_gram(kernel.W, landmark_kind(kernel), kernel.bandwidth)  # as the whitening used
         K *= alpha
         C += K
         return C, c

@@ -19,7 +19,7 @@ import dataclasses
 import numpy as np
 
 from ..features.kernel import FeatureKernel
-from ..features.nystroem import landmark_kernel
+from ..features.nystroem import landmark_kernel, landmark_kind
 from ..stats import FeatureStats
 from .evaluate import GridErrors, fold_pairs, validate_grid
 from .grid import SearchGrid
@@ -38,8 +38,7 @@ def landmark_subset(
     those landmarks, whitened.
     """
     index = np.asarray(index, dtype=np.int64)
-    kind = kernel.activation[len("nystroem-"):]
-    mapped = landmark_kernel(np.ascontiguousarray(kernel.W[:, index]), kind, kernel.bandwidth)
+    mapped = landmark_kernel(np.ascontiguousarray(kernel.W[:, index]), landmark_kind(kernel), kernel.bandwidth)
     T = mapped.transform_matrix
     return tuple(g.subset(index).transformed(T) for g in groups), mapped
 
