@@ -5,7 +5,7 @@ statistics of random features (:func:`accumulate`), from which leverage
 scores, feature selection and linear models are computed by dense algebra.
 """
 
-from .features import (
+from dxrf.features import (
     FeatureKernel,
     NystroemFeatures,
     RandomFourierFeatures,
@@ -13,7 +13,7 @@ from .features import (
     RandomMaxoutFeatures,
     RandomReLUFeatures,
 )
-from .learners import (
+from dxrf.learners import (
     RandomFeatureClassifier,
     RandomFeatureClassifierCV,
     RandomFeaturePCA,
@@ -22,9 +22,9 @@ from .learners import (
     RandomFeatureSGDClassifier,
     RandomFeatureSGDRegressor,
 )
-from .options import get_options, options, set_options
-from .persist import load, save
-from .selection import (
+from dxrf.core.options import get_options, options, set_options
+from dxrf.persist.format import load, save
+from dxrf.selection import (
     EnergyScoreSelector,
     KernelAlignmentSelector,
     LeverageScoreSampler,
@@ -35,8 +35,8 @@ from .selection import (
     select_features,
     suggested_n_components,
 )
-from .scoring import LinearModels, ModelScores, score_models
-from .stats import FeatureStats, accumulate
+from dxrf.stats.scoring import LinearModels, ModelScores, score_models
+from dxrf.stats.feature_stats import FeatureStats, accumulate
 
 __version__ = "0.1.0"
 

@@ -243,7 +243,7 @@ def local_cluster(
 
 def _check_worker_options(n_workers: object, threads_per_worker: object, memory_limit: object) -> None:
     """Refuse worker counts and limits that would start a cluster without usable workers."""
-    from ._validation import ParameterTypeError, check_int
+    from dxrf.core.validation import ParameterTypeError, check_int
 
     check_int(n_workers, "n_workers", allow_none=True)
     check_int(threads_per_worker, "threads_per_worker")

@@ -17,7 +17,7 @@ from dxrf.workflows import bench_fig2_grid as bench
 from dxrf.workflows._common import bench_args
 
 import dxrf
-from dxrf.cli import _workflow_names
+from dxrf.cli.commands import _workflow_names
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 

@@ -21,7 +21,7 @@ from dxrf.workflows import bench_outofcore, bench_scaling
 from dxrf.workflows._common import bench_args
 
 import dxrf
-from dxrf.cli import build_parser
+from dxrf.cli.commands import build_parser
 from dxrf.cluster import local_cluster
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")

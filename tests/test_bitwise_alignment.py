@@ -18,8 +18,8 @@ import pytest
 from threadpoolctl import ThreadpoolController, threadpool_limits
 
 import dxrf
-from dxrf._blas import blas_limit
-from dxrf.stats_tiles import TileWorker
+from dxrf.core.blas import blas_limit
+from dxrf.stats.tiles import TileWorker
 
 ROWS, M = 300, 120  # the tiles of test_bitwise_identical_across_chunkings_worker_counts_and_numpy
 

@@ -76,7 +76,7 @@ def test_errors_are_one_line_with_exit_code_2(small_csv, tmp_path, args, needle)
 
 
 def test_scheduler_option_is_accepted_before_and_after_the_command(cluster, tmp_path):
-    from dxrf.cli import build_parser
+    from dxrf.cli.commands import build_parser
 
     parser = build_parser()
     a = parser.parse_args(["--scheduler", "tcp://x:1", "info", "p"])

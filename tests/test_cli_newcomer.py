@@ -14,7 +14,7 @@ import pytest
 
 import dxrf
 import dxrf.io
-from dxrf import cli
+from dxrf.cli import commands as cli
 
 
 def run_dxrf(*args: str, env_extra: dict | None = None, **kwargs) -> subprocess.CompletedProcess:

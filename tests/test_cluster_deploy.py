@@ -705,7 +705,7 @@ def _check_entry_point(argv: list[str], capsys) -> None:
             if arg.startswith("--"):
                 assert re.search(rf"^\s+{re.escape(arg.split('=')[0])}\b", help_text, re.MULTILINE), f"`dask {sub}` has no {arg}"
     elif exe == "dxrf":
-        from dxrf.cli import build_parser
+        from dxrf.cli.commands import build_parser
 
         project = tomllib.loads((ROOT / "pyproject.toml").read_text())
         assert project["project"]["scripts"]["dxrf"] == "dxrf.cli:main"

@@ -27,7 +27,9 @@ import numpy as np
 import pytest
 from test_data_fetch import _cli, _files_under, _free_port, _sha, http_server, shared_data  # noqa: F401
 
-from dxrf import data_cache, data_recipes, datasets
+from dxrf.datasets import cache as data_cache
+from dxrf.datasets import recipes as data_recipes
+from dxrf.datasets import loaders as datasets
 
 ENV_VARS = ("DXRF_DATA_DIR", "DXRF_DATA_MIRROR", "DXRF_DATA_DISCOVER", "XDG_CACHE_HOME")
 ADULT_HEADER = (b"age,workclass,fnlwgt,education,education-num,marital-status,occupation,relationship,race,sex,"

@@ -3,7 +3,7 @@
 The mirror is ``shared/data`` (or a damaged copy of part of it) served by
 ``python3 -m http.server`` in its own process on 127.0.0.1; the cache is a
 temporary ``DXRF_DATA_DIR``. The command line runs in this process through
-``dxrf.cli.main`` (fast), except in the slow acceptance test, which runs a
+``dxrf.cli.commands.main`` (fast), except in the slow acceptance test, which runs a
 clean clone without ``../shared`` as subprocesses.
 """
 
@@ -24,8 +24,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dxrf import data_cache, datasets
-from dxrf.cli import main
+from dxrf.datasets import cache as data_cache
+from dxrf.datasets import loaders as datasets
+from dxrf.cli.commands import main
 from workflows._common import free_port, server_process
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -378,7 +379,7 @@ _RUN_CLONE = (
     "spec = importlib.util.spec_from_file_location('dxrf.workflows', 'workflows/__init__.py', "
     "submodule_search_locations=['workflows']); m = importlib.util.module_from_spec(spec); "
     "sys.modules['dxrf.workflows'] = m; spec.loader.exec_module(m); dxrf.workflows = m; "
-    "from dxrf.cli import main; sys.exit(main(sys.argv[1:]))"
+    "from dxrf.cli.commands import main; sys.exit(main(sys.argv[1:]))"
 )
 
 

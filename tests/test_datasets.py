@@ -1,11 +1,11 @@
-"""Tests of dxrf.datasets against the checks in shared/data/MANIFEST.md."""
+"""Tests of dxrf.datasets.loaders against the checks in shared/data/MANIFEST.md."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from dxrf import datasets
+from dxrf.datasets import loaders as datasets
 from dxrf.io import open_zarr
 
 # rows x (inputs + 1) from the MANIFEST table

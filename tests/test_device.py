@@ -15,7 +15,9 @@ import numpy as np
 import pytest
 
 import dxrf
-from dxrf import _device, stats, stats_tiles
+from dxrf.core import device as _device
+from dxrf.stats import feature_stats as stats
+from dxrf.stats import tiles as stats_tiles
 from dxrf.features import blocks
 
 N, D, M = 2600, 6, 64

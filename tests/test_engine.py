@@ -12,8 +12,8 @@ from distributed import Client
 
 import dxrf
 from dxrf.engine import Pass, Rows, cut_tiles, fan_in, row_starts, run_pass, tree_reduce
-from dxrf.scoring import LinearModels, score_models
-from dxrf.stats import accumulate, hashed_split
+from dxrf.stats.scoring import LinearModels, score_models
+from dxrf.stats.feature_stats import accumulate, hashed_split
 
 N, D = 2400, 5
 FIELDS = ("gram", "sum", "cross", "ysum", "yy")
@@ -67,7 +67,7 @@ def test_many_maps_in_one_read_equal_single_map_passes(data, zarr_paths, dtype, 
     # small tiles of different sizes per map: many tiles cut by chunk boundaries, fix-ups per grid
     with dxrf.options(tile_bytes=250 * 90 * np.dtype(dtype).itemsize, min_tile_rows=16):
         singles = [accumulate(X, y, m, split=0.25) for m in maps]
-        assert len({dxrf.stats_tiles.default_tile_rows(m.kernel_) for m in maps}) > 1
+        assert len({dxrf.stats.tiles.default_tile_rows(m.kernel_) for m in maps}) > 1
         for cluster in (cluster2, make_cluster(1)):
             with Client(cluster):
                 for path in paths.values():
@@ -155,7 +155,7 @@ def _model_sets(X, rng):
 
 
 def _dense_for(model, X):
-    from dxrf.stats import resolve_kernel
+    from dxrf.stats.feature_stats import resolve_kernel
 
     Z = resolve_kernel(model.features).__call__(X).astype(np.float64)
     coef = np.asarray(model.coef, dtype=np.float64)

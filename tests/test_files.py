@@ -7,7 +7,7 @@
   numeric chunks only: every ``zarr.json`` is inspected, and loading works
   with pickle disabled.
 - ``dxrf.load`` refuses other format versions, mismatched shapes and corrupt
-  files with :class:`dxrf.persist.ModelFormatError` (a ValueError) naming the
+  files with :class:`dxrf.persist.format.ModelFormatError` (a ValueError) naming the
   problem. (The basic version/shape cases are in tests/test_learners.py.)
 """
 
@@ -31,8 +31,8 @@ import zarr
 
 import dxrf
 import dxrf.io
-from dxrf import _files
-from dxrf.persist import ModelFormatError, _registry
+from dxrf.io import files as _files
+from dxrf.persist.format import ModelFormatError, _registry
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
 

@@ -26,7 +26,7 @@ import zarr
 import dxrf
 import dxrf.io
 from dxrf.io.integrity import IntegrityError
-from dxrf.persist import ModelFormatError
+from dxrf.persist.format import ModelFormatError
 
 rng = np.random.default_rng(0)
 X = rng.normal(size=(400, 3))
@@ -242,7 +242,7 @@ def test_a_tiny_file_claiming_a_huge_array_is_refused_before_allocating(ridge_mo
         import resource
         resource.setrlimit(resource.RLIMIT_AS, (1536 * 2**20, resource.RLIM_INFINITY))
         import dxrf
-        from dxrf.persist import ModelFormatError
+        from dxrf.persist.format import ModelFormatError
         try:
             dxrf.load({str(path)!r})
         except ModelFormatError as exc:

@@ -33,9 +33,9 @@ import zarr
 
 import dxrf
 import dxrf.io
-from dxrf import _files
-from dxrf._files import DestinationExistsError, DestinationNotWritableError, DestinationRefusedError
-from dxrf.cli import main
+from dxrf.io import files as _files
+from dxrf.io.files import DestinationExistsError, DestinationNotWritableError, DestinationRefusedError
+from dxrf.cli.commands import main
 from dxrf.io.predictions import write_predictions
 
 rng = np.random.default_rng(0)
@@ -307,7 +307,7 @@ def test_two_writers_racing_one_wins_the_other_is_told(how, tmp_path, monkeypatc
             dest, value = sys.argv[1], float(sys.argv[2])
             X = np.full((40, 3), value)
             import os
-            import dxrf._files as f
+            import dxrf.io.files as f
             publish = f._publish_new
             def when_both_are_ready(tmp, d):
                 # both writers are past their first check: publish at the same moment

@@ -18,7 +18,7 @@ import zarr
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dxrf import datasets
+from dxrf.datasets import loaders as datasets
 from dxrf import io as dio
 from dxrf.io import DestinationExistsError, ingest, open_zarr, write_zarr
 

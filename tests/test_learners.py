@@ -16,7 +16,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import dxrf
 from _weight_checks import weight_xfails
-from dxrf.persist import ModelFormatError
+from dxrf.persist.format import ModelFormatError
 
 
 @pytest.fixture(scope="module")

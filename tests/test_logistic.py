@@ -13,7 +13,7 @@ from scipy.special import expit
 from sklearn.linear_model import LogisticRegression
 
 import dxrf
-from dxrf.learners.logistic import (
+from dxrf.solvers.logistic import (
     _LINE_STEPS,
     _block_sums,
     _finalize,
@@ -313,7 +313,7 @@ def test_bad_labels_and_shapes(data):
 
 
 def test_hessian_runs_depend_on_the_global_row_only():
-    from dxrf.learners.logistic import _HESS_BLOCK, _hessian_runs
+    from dxrf.solvers.logistic import _HESS_BLOCK, _hessian_runs
 
     n, period = 7 * _HESS_BLOCK + 300, 3
     want = np.flatnonzero((np.arange(n) // _HESS_BLOCK) % period == 0)
@@ -328,7 +328,7 @@ def test_hessian_runs_depend_on_the_global_row_only():
 
 
 def test_sampled_hessian_matches_dense_reference(data, monkeypatch):
-    from dxrf.learners.logistic import sample as L
+    from dxrf.solvers.logistic import sample as L
 
     monkeypatch.setattr(L, "_HESS_BLOCK", 64)
     X, _, T3, fmap = data
@@ -355,7 +355,7 @@ def test_sampled_hessian_matches_dense_reference(data, monkeypatch):
 
 
 def test_sampled_hessians_converge_to_the_same_optimum(data, monkeypatch):
-    from dxrf.learners.logistic import sample as L
+    from dxrf.solvers.logistic import sample as L
 
     monkeypatch.setattr(L, "_HESS_BLOCK", 32)
     X, _, T3, fmap = data

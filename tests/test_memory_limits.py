@@ -219,7 +219,7 @@ def test_refused_before_allocating(case, outcomes, inputs):
 )
 def test_cli_refuses_in_one_line(args, match, inputs):
     args = [a.format(root=inputs) for a in args]
-    proc = _run_child(f"import sys\nfrom dxrf.cli import main\nsys.exit(main({args!r}))", timeout=120)
+    proc = _run_child(f"import sys\nfrom dxrf.cli.commands import main\nsys.exit(main({args!r}))", timeout=120)
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2, proc.stderr
     assert len(lines) == 1 and lines[0].startswith("dxrf: error: "), proc.stderr
@@ -232,7 +232,7 @@ def test_cli_drop_leaves_out_columns(inputs, tmp_path):
     """--drop (the advice of the one-hot refusal) leaves the wide column out."""
     dest = tmp_path / "dropped.zarr"
     proc = _run_child(
-        "import sys\nfrom dxrf.cli import main\n"
+        "import sys\nfrom dxrf.cli.commands import main\n"
         f"sys.exit(main(['ingest', '{inputs}/wide.csv', '{dest}', '--target', 'y', '--drop', 'a']))",
         timeout=120,
     )
@@ -321,7 +321,7 @@ def test_cli_fit_refuses_candidates_the_workers_cannot_hold(make_cluster, tmp_pa
     cluster = make_cluster(1, memory_limit="1GiB")
     args = ["--scheduler", cluster.scheduler_address, "fit", str(tmp_path / "d.zarr"), "--select", "elss",
             "--n-components", "10", "--n-candidates", "30000", "--bandwidth", "1", "--out", str(tmp_path / "m")]
-    proc = _run_child(f"import sys\nfrom dxrf.cli import main\nsys.exit(main({args!r}))", timeout=120)
+    proc = _run_child(f"import sys\nfrom dxrf.cli.commands import main\nsys.exit(main({args!r}))", timeout=120)
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2, proc.stderr
     assert len(lines) == 1, proc.stderr

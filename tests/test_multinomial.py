@@ -15,7 +15,7 @@ import dxrf
 import dxrf.io
 from _weight_checks import weight_xfails
 from dxrf.learners.classifier import LOSSES
-from dxrf.learners.logistic import (
+from dxrf.solvers.logistic import (
     class_index,
     fit_logistic,
     fit_multinomial,

@@ -9,7 +9,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 import dxrf
 from dxrf.features import exact, nystroem
 from dxrf.features.landmarks import inverse_cholesky
-from dxrf.stats import FeatureStats
+from dxrf.stats.feature_stats import FeatureStats
 
 
 def data(n=500, d=4, seed=0):

@@ -237,7 +237,7 @@ def scheduler(cluster2):
 
 
 def test_storage_option_values_parse_as_json():
-    from dxrf.cli import build_parser, storage_options
+    from dxrf.cli.commands import build_parser, storage_options
 
     args = build_parser().parse_args(["info", "x.zarr", "--storage-option", "anon=true", "--storage-option",
                                       'client_kwargs={"region_name": "eu-west-1"}', "--storage-option", "key=abc"])

@@ -211,13 +211,13 @@ def test_parallel_ingest_to_s3_equals_local_serial(client, tmp_path, plain_csv):
 
 
 def test_cli_scheduler_none_and_size_threshold(tmp_path, plain_csv):
-    import dxrf.cli
+    import dxrf.cli.commands
 
     assert dxrf.io.worth_a_cluster("/work/shared/data/vega_flights_3m/flights-3m.csv.gz")  # 24 MB gzipped, 106 MB of CSV
     assert not dxrf.io.worth_a_cluster(DATA)  # under 64 MiB of CSV: in this process, no cluster started
     small = tmp_path / "small.csv"
     small.write_bytes(b"\n".join(plain_csv.read_bytes().split(b"\n")[:5001]) + b"\n")
-    assert dxrf.cli.main(["ingest", str(small), str(tmp_path / "d.zarr"), "--scheduler", "none", "--target",
+    assert dxrf.cli.commands.main(["ingest", str(small), str(tmp_path / "d.zarr"), "--scheduler", "none", "--target",
                           "arr_delay", "--drop", "tailnum,time_hour", "--nan-policy", "drop"]) == 0
     attrs = dxrf.io.open_zarr(tmp_path / "d.zarr").attrs
     assert attrs["n_rows"] + attrs["n_dropped"] == 5000 and attrs["n_dropped"] > 0

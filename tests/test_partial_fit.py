@@ -13,7 +13,7 @@ import pytest
 import dxrf
 from dxrf import RandomFeatureClassifier, RandomFeatureRidge, RandomFourierFeatures
 from dxrf.selection import LeverageScoreSampler
-from dxrf.stats import FeatureStats
+from dxrf.stats.feature_stats import FeatureStats
 
 N, D = 600, 3
 

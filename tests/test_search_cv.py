@@ -16,7 +16,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 import dxrf
 from _weight_checks import weight_xfails
 from dxrf.engine import hashed_folds
-from dxrf.learners.ridge_path import mse_from_stats, solve_ridge
+from dxrf.solvers.ridge_path import mse_from_stats, solve_ridge
 from dxrf.search import check_grid, parse_bandwidth
 from dxrf.workflows.bench_fig2_grid import counted, take_reads
 

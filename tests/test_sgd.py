@@ -28,7 +28,7 @@ import dxrf
 from _weight_checks import weight_xfails
 from dxrf import LeverageScoreSampler, RandomFourierFeatures, accumulate
 from dxrf.cluster import local_cluster
-from dxrf.learners.ridge_path import solve_ridge
+from dxrf.solvers.ridge_path import solve_ridge
 from dxrf.learners.sgd import (
     MAX_SELECTOR_CANDIDATES,
     RandomFeatureSGDClassifier,

@@ -10,7 +10,7 @@ import zarr
 from distributed import Client
 
 import dxrf
-from dxrf.stats import FeatureStats, accumulate, block_stats, hashed_split
+from dxrf.stats.feature_stats import FeatureStats, accumulate, block_stats, hashed_split
 
 N, D, K = 3000, 7, 2
 
@@ -211,7 +211,7 @@ def test_block_stats_is_a_pure_numpy_function(data):
 @pytest.mark.parametrize("name", ["fourier-iid", "fourier-structured", "maxout"])
 def test_feature_slabs_do_not_change_the_statistics(data, name, monkeypatch):
     """Tiles are computed in cache-sized slabs of rows; their size must not matter."""
-    import dxrf.stats_tiles as stats_module
+    import dxrf.stats.tiles as stats_module
 
     X, y = data
     fmap = MAPS[name]("float64").fit(X)
@@ -228,7 +228,7 @@ def test_feature_slabs_do_not_change_the_statistics(data, name, monkeypatch):
 
 def test_packed_compensated_sums_match_dense_and_merge_exactly():
     """The Gram's sums keep its upper triangle in packed row bands; merges are exact."""
-    from dxrf.stats import _packed_size, _Sums
+    from dxrf.stats.feature_stats import _packed_size, _Sums
 
     m = 150  # three bands of 64, 64 and 22 rows
     rng = np.random.default_rng(3)
@@ -289,7 +289,7 @@ def test_bitwise_identical_across_chunkings_worker_counts_and_numpy(data, zarr_d
     in float64; "float32-tiles" lowers the bound so that they run in float32 tiles."""
     if dtype == "float32-tiles":
         # the client decides and ships the choice with the pass: the workers need no patch
-        monkeypatch.setattr(dxrf.stats_tiles, "WIDE_WORK", 0)
+        monkeypatch.setattr(dxrf.stats.tiles, "WIDE_WORK", 0)
         dtype = "float32"
     X, y = data
     fmap = dxrf.RandomFourierFeatures(120, bandwidth=2.0, dtype=dtype, random_state=0).fit(X)
@@ -311,7 +311,7 @@ def test_bitwise_identical_across_chunkings_worker_counts_and_numpy(data, zarr_d
 def test_small_float32_passes_multiply_in_float64(data, monkeypatch):
     """DESIGN.md, "Precision of the pass": below N M (M + d) = WIDE_WORK the products of
     float32 features are float64, and the features are transform's row-independent ones."""
-    from dxrf import stats_tiles
+    from dxrf.stats import tiles as stats_tiles
 
     X, y = data
     fmap = dxrf.RandomFourierFeatures(120, bandwidth=2.0, random_state=0).fit(X)

@@ -11,7 +11,7 @@ import pytest
 import dxrf
 from dxrf import RandomFourierFeatures, RandomFeatureRidge, accumulate
 from dxrf.engine import hashed_split
-from dxrf.learners.ridge_path import solve_ridge
+from dxrf.solvers.ridge_path import solve_ridge
 from dxrf.selection import LeverageScoreSampler
 
 N, D, M, M0, N0 = 1200, 3, 12, 60, 300

@@ -6,7 +6,7 @@ import dask.array as da
 import numpy as np
 import pytest
 
-from dxrf._validation import (
+from dxrf.core.validation import (
     ParameterTypeError,
     check_bool,
     check_choice,

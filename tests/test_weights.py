@@ -10,13 +10,13 @@ import pytest
 from sklearn.base import clone
 
 import dxrf
-import dxrf.datasets
+import dxrf.datasets.loaders
 from test_device import _gpu_available
 from dxrf import accumulate
 from dxrf.learners.pca import RandomFeaturePCA
 from dxrf.learners.sgd import RandomFeatureSGDClassifier, RandomFeatureSGDRegressor
-from dxrf.learners.sgd_passes import _Config, _sgd_rows, _State, _ysum_chunk
-from dxrf.scoring import LinearModels, score_models
+from dxrf.solvers.sgd_passes import _Config, _sgd_rows, _State, _ysum_chunk
+from dxrf.stats.scoring import LinearModels, score_models
 
 TOL = 1e-8
 
@@ -125,7 +125,7 @@ def test_classifier_weighted_equals_repeated_rows(data, loss, solver, n_classes)
 
 def test_logistic_kernel_is_a_weighted_sum_of_rows(data):
     """The per-block kernel with weights equals the dense weighted loss, gradient and Hessian."""
-    from dxrf.learners.logistic.sums import _block_sums, _finalize, _make_spec, _tile_rows
+    from dxrf.solvers.logistic.sums import _block_sums, _finalize, _make_spec, _tile_rows
 
     X, _, labels, w, _ = data
     kernel = fourier().fit(X).kernel_
@@ -334,7 +334,7 @@ def test_class_weight_matches_explicit_sample_weight(data, loss):
 
 def test_balanced_class_weight_on_real_data():
     """Adult (24% positives): balanced weights equal n / (2 count) and raise the minority class's recall."""
-    ds = dxrf.datasets.load("adult", n_rows=3000)
+    ds = dxrf.datasets.loaders.load("adult", n_rows=3000)
     X = (ds.X_train - ds.X_train.mean(0)) / (ds.X_train.std(0) + 1e-12)
     y = ds.y_train
     f = dxrf.RandomFourierFeatures(100, bandwidth=8.0, dtype="float64", random_state=0)

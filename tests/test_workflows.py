@@ -1,6 +1,6 @@
 """The paper workflows (ELSS figures 1-4, leverage-weighted RFF, SGD, maxout) in their --quick variants.
 
-Each runs in this process through ``dxrf.cli.main`` against one module-scoped
+Each runs in this process through ``dxrf.cli.commands.main`` against one module-scoped
 LocalCluster of worker processes, on the real data sets, and the tests assert
 on what the workflows computed: non-uniform leverage weights for a large
 lambda, errors that beat predicting the mean (or the majority class), the
@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import dxrf
-from dxrf.cli import main
+from dxrf.cli.commands import main
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
@@ -62,7 +62,7 @@ def _within_budget(res, train=2, test=1):
 
 
 def test_workflows_are_discovered_by_the_command_line():
-    from dxrf.cli import _workflow_names
+    from dxrf.cli.commands import _workflow_names
 
     names = _workflow_names(None)
     for n in ("fig1-weights", "fig2-error-vs-m", "fig3-lambda", "fig4-few-shot", "leverage-rff", "sgd-rf", "maxout-mnist"):
@@ -155,7 +155,7 @@ def test_leverage_rff(run_quick):
 def test_sgd_rf(run_quick):
     res, out = run_quick("sgd-rf", "sgd_rf")
     _files(out, "sgd_rf.json", "sgd_rf.md", "sgd_rf.png")
-    assert res["features"] == dxrf.datasets.NYCFLIGHTS_FEATURES
+    assert res["features"] == dxrf.datasets.loaders.NYCFLIGHTS_FEATURES
     sqrt_n = res["sqrt_n"]
     assert any(abs(m - sqrt_n) <= 1 for m in res["m"])  # M ~ sqrt(n) is among the sizes
     for m in map(str, res["m"]):

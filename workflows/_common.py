@@ -85,7 +85,7 @@ def require(module: str, package: str, purpose: str) -> Any:
     try:
         return importlib.import_module(module)
     except ImportError:
-        from dxrf.cli import CommandError
+        from dxrf.cli.commands import CommandError
 
         raise CommandError(f"{purpose}, but {package} is not installed: {WORKFLOWS_EXTRA}") from None
 
@@ -130,7 +130,7 @@ def store_zarr(X: Any, path: str | Path) -> float:
     """
     import dask.array as da
 
-    from dxrf._files import DestinationRefusedError, _describe
+    from dxrf.io.files import DestinationRefusedError, _describe
     from dxrf.io import default_compressor
 
     path = Path(path)

@@ -238,14 +238,14 @@ def load_data(
     """
     import dask.array as da
 
-    import dxrf.datasets
+    import dxrf.datasets.loaders
     import dxrf.io
 
     kw = dict(load_kwargs(name, rep))
     kw.update(load_options or {})
     if n_rows:
         kw["n_rows"] = n_rows
-    ds = dxrf.datasets.load(name, download=True, **kw)
+    ds = dxrf.datasets.loaders.load(name, download=True, **kw)
     regression = ds.task == "regression"
     y_train, y_test = ds.y_train, ds.y_test
     if regression and y_mode == "standardize":
@@ -393,7 +393,7 @@ def stats_pass(X, T, kernels: Sequence, *, fraction: float | None = None, seed: 
     """ONE pass over ``X`` accumulating the statistics of every kernel in ``kernels``.
 
     Returns, per kernel, ``(train, validation)`` with a ``fraction`` (the
-    hashed split of :func:`dxrf.stats.hashed_split`) or ``(stats,)``: the
+    hashed split of :func:`dxrf.stats.feature_stats.hashed_split`) or ``(stats,)``: the
     library's multi-map :func:`dxrf.accumulate`, which reads X once.
     """
     import dxrf
@@ -403,14 +403,14 @@ def stats_pass(X, T, kernels: Sequence, *, fraction: float | None = None, seed: 
 
 
 def error_pass(X, labels, groups: Sequence, *, fraction: float | None = None, seed: int = 0) -> list:
-    """ONE prediction pass scoring many linear models: :func:`dxrf.scoring.score_models`.
+    """ONE prediction pass scoring many linear models: :func:`dxrf.stats.scoring.score_models`.
 
-    ``groups`` are :class:`dxrf.scoring.LinearModels` (classification on
+    ``groups`` are :class:`dxrf.stats.scoring.LinearModels` (classification on
     integer class codes ``labels``). Returns, per part of the rows (training
     and validation with a ``fraction``, else all rows), the list of
-    :class:`dxrf.scoring.ModelScores` of every group.
+    :class:`dxrf.stats.scoring.ModelScores` of every group.
     """
-    from dxrf.scoring import score_models
+    from dxrf.stats.scoring import score_models
 
     out = score_models(X, labels, groups, split=fraction, split_seed=seed, progress=None)
     return list(out) if fraction is not None else [out]
@@ -473,10 +473,10 @@ def regression_errors(fits: Iterable[Fit]) -> None:
 def model_groups(fits: Sequence[Fit], kernels: dict) -> tuple[list, list]:
     """Stack the coefficients of all models on each kernel's candidates, for :func:`error_pass`.
 
-    Returns one :class:`dxrf.scoring.LinearModels` per kernel and, per
+    Returns one :class:`dxrf.stats.scoring.LinearModels` per kernel and, per
     kernel, the list of ``(fit, slice of its models in the stack)``.
     """
-    from dxrf.scoring import LinearModels
+    from dxrf.stats.scoring import LinearModels
 
     by_group: dict[Any, list[Fit]] = defaultdict(list)
     for f in fits:
@@ -711,11 +711,11 @@ def test_errors(searches: Sequence[tuple[Any, Sequence[int]]], data: Data, log: 
     """ONE pass over the test rows scoring the kept models of every ``(search, rows of its cv_results_)``.
 
     The searches' :meth:`~dxrf.RandomFeatureRidgeCV.fold_models` are scored
-    together by :func:`dxrf.scoring.score_models`. Returns, per search,
+    together by :func:`dxrf.stats.scoring.score_models`. Returns, per search,
     ``{row: test error}``: the MSE (regression, the scaled response) or the
     misclassification rate.
     """
-    from dxrf.scoring import score_models
+    from dxrf.stats.scoring import score_models
 
     layout = []
     for est, rows in searches:

@@ -290,7 +290,7 @@ def naive_side(data: Any, sigmas: list[float], args: argparse.Namespace) -> dict
     order) and the pass counts reported by the estimators (``passes``).
     """
     import dxrf
-    from dxrf.stats import hashed_split
+    from dxrf.stats.feature_stats import hashed_split
 
     from ._paper import VALIDATION_FRACTION, fourier_kernel, say
 

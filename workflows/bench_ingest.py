@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> dict:
     import statistics
 
     import dxrf.io
-    from dxrf import data_cache
+    from dxrf.datasets import cache as data_cache
 
     from ._common import (bench_client, bench_workdir, close_client, peak_rss, remove_workdir, report,
                           reset_peak_rss, table, worker_memory)

@@ -70,7 +70,7 @@ def _norms_lower(X: np.ndarray) -> np.ndarray:
 def _measure(G: np.ndarray, lam: float, repeats: int, float32: bool) -> dict:
     from scipy.linalg import lapack
 
-    from dxrf._blas import blas_limit
+    from dxrf.core.blas import blas_limit
     from dxrf.selection.leverage import client_threads, leverage_scores
 
     m = G.shape[0]
@@ -126,7 +126,7 @@ def _measure(G: np.ndarray, lam: float, repeats: int, float32: bool) -> dict:
 
 
 def _measure_eigh(m0: int, args: argparse.Namespace) -> dict:
-    from dxrf._blas import blas_limit
+    from dxrf.core.blas import blas_limit
     from dxrf.selection.leverage import client_threads, gram_spectrum, leverage_scores
 
     from ._common import median_time

@@ -41,8 +41,8 @@ def run(args: argparse.Namespace) -> dict:
     from threadpoolctl import threadpool_limits
 
     import dxrf
-    from dxrf.compensated import CompensatedSums
-    from dxrf.stats_tiles import TileWorker
+    from dxrf.stats.compensated import CompensatedSums
+    from dxrf.stats.tiles import TileWorker
 
     from ._common import table, write_results
 

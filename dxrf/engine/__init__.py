@@ -12,13 +12,13 @@
 The contract is in DESIGN.md ("The pass engine").
 """
 
-from .blocks import Rows, aligned_blocks, cut_tiles, row_starts, tile_grid
-from .checks import check_block, check_columns
-from .maps import map_rows
-from .reduce import MERGE_BYTES, fan_in, tree_reduce
-from .run import LocalPool, Pass, run_pass
-from .ship import ship
-from .split import block_groups, fold_labels, group_rows, hashed_folds, hashed_split, row_uniforms
+from dxrf.engine.blocks import Rows, aligned_blocks, cut_tiles, row_starts, tile_grid
+from dxrf.engine.checks import check_block, check_columns
+from dxrf.engine.maps import map_rows
+from dxrf.engine.reduce import MERGE_BYTES, fan_in, tree_reduce
+from dxrf.engine.run import LocalPool, Pass, run_pass
+from dxrf.engine.ship import ship
+from dxrf.engine.split import block_groups, fold_labels, group_rows, hashed_folds, hashed_split, row_uniforms
 
 __all__ = [
     "MERGE_BYTES",

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 import dask.array as da
 import numpy as np
 
-from .._validation import is_dask
+from dxrf.core.validation import is_dask
 
 __all__ = ["Rows", "row_starts", "aligned_blocks", "tile_grid", "cut_tiles", "in_process_starts"]
 

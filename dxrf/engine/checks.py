@@ -6,8 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from .._device import array_module
-from .._validation import check_finite_rows
+from dxrf.core.device import array_module
+from dxrf.core.validation import check_finite_rows
 
 __all__ = ["check_block", "check_columns"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dask
 import dask.array as da
 
-from ..progress import active_client
+from dxrf.core.progress import active_client
 
 __all__ = ["lanes"]
 

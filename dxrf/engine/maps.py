@@ -17,9 +17,9 @@ import dask
 import dask.array as da
 import numpy as np
 
-from .._memory import check_allocation, check_task
-from .._validation import check_dask_matrix, is_dask
-from .ship import ship
+from dxrf.core.memory import check_allocation, check_task
+from dxrf.core.validation import check_dask_matrix, is_dask
+from dxrf.engine.ship import ship
 
 __all__ = ["map_rows"]
 

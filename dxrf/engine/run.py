@@ -19,16 +19,16 @@ import dask
 import dask.array as da
 import numpy as np
 
-from .._blas import blas_limit
-from .._memory import check_pass, format_bytes
-from .._validation import check_pass_options
-from ..options import get_options
-from ..progress import compute
-from .blocks import Rows, aligned_blocks, cut_tiles, in_process_starts, lcm_rows, row_starts
-from .lanes import lanes as chunk_lanes
-from .reduce import fan_in as capped_fan_in
-from .reduce import tree_reduce
-from .ship import ship
+from dxrf.core.blas import blas_limit
+from dxrf.core.memory import check_pass, format_bytes
+from dxrf.core.validation import check_pass_options
+from dxrf.core.options import get_options
+from dxrf.core.progress import compute
+from dxrf.engine.blocks import Rows, aligned_blocks, cut_tiles, in_process_starts, lcm_rows, row_starts
+from dxrf.engine.lanes import lanes as chunk_lanes
+from dxrf.engine.reduce import fan_in as capped_fan_in
+from dxrf.engine.reduce import tree_reduce
+from dxrf.engine.ship import ship
 
 __all__ = ["Pass", "LocalPool", "run_pass", "check_partial_memory"]
 
@@ -163,7 +163,7 @@ def check_partial_memory(partial_bytes: int, concurrency: int = 1) -> None:
     partial exceeds half of a worker's memory limit would only end in paused
     or killed workers. Without a client the pass runs in this process, with
     ``concurrency`` partials at once (one per thread) plus the one merged,
-    against this machine's memory (:func:`dxrf._memory.memory_limit`). The
+    against this machine's memory (:func:`dxrf.core.memory.memory_limit`). The
     statistics pass's partial is about ``8 M0^2`` bytes per feature map and
     row group.
     """

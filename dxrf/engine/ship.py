@@ -7,7 +7,7 @@ from typing import Any
 import dask
 from dask.delayed import Delayed
 
-from ..progress import active_client
+from dxrf.core.progress import active_client
 
 __all__ = ["ship", "SHIP_BYTES"]
 

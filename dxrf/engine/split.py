@@ -9,8 +9,8 @@ from __future__ import annotations
 import dask.array as da
 import numpy as np
 
-from .._device import to_host
-from .run import Pass, run_pass
+from dxrf.core.device import to_host
+from dxrf.engine.run import Pass, run_pass
 
 __all__ = ["hashed_split", "hashed_folds", "block_groups", "fold_labels", "group_rows", "row_uniforms"]
 

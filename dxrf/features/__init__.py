@@ -1,9 +1,9 @@
 """Random feature maps: samplers of omega, pure block kernels, and transformers."""
 
-from . import blocks, exact, samplers
-from .kernel import FeatureKernel
-from .nystroem import NystroemFeatures
-from .maps import (
+from dxrf.features import blocks, exact, samplers
+from dxrf.features.kernel import FeatureKernel
+from dxrf.features.nystroem import NystroemFeatures
+from dxrf.features.maps import (
     FOURIER_KERNELS,
     SAMPLINGS,
     BaseRandomFeatures,

@@ -18,8 +18,8 @@ from types import ModuleType
 
 import numpy as np
 
-from .._buffers import thread_buffer
-from .._device import array_module
+from dxrf.core.buffers import thread_buffer
+from dxrf.core.device import array_module
 
 __all__ = [
     "project",

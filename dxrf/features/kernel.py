@@ -7,11 +7,11 @@ import functools
 
 import numpy as np
 
-from .._buffers import thread_buffer
-from .._device import array_module, is_device_array
-from .._validation import check_choice, check_subset
-from . import blocks
-from .landmarks import LANDMARK_KERNELS, landmark_block
+from dxrf.core.buffers import thread_buffer
+from dxrf.core.device import array_module, is_device_array
+from dxrf.core.validation import check_choice, check_subset
+from dxrf.features import blocks
+from dxrf.features.landmarks import LANDMARK_KERNELS, landmark_block
 
 __all__ = ["FeatureKernel", "ACTIVATIONS"]
 
@@ -160,7 +160,7 @@ class FeatureKernel:
         """Unscaled features of the rows ``X`` (shape ``(n, M)``, kernel dtype).
 
         ``X`` may be a CuPy array when the kernel's arrays are on the device
-        (see :func:`dxrf._device.kernel_on`).
+        (see :func:`dxrf.core.device.kernel_on`).
         """
         X = self._check_rows(X)
         if self.activation in NYSTROEM:
@@ -230,7 +230,7 @@ class FeatureKernel:
         Nyström map's kernel values, which ``predict`` evaluates the same
         way) computed in float64 and rounded once. The statistics pass uses
         these when it accumulates float32 features' products in float64
-        (:func:`dxrf.stats_tiles.wide_products`), so its statistics are
+        (:func:`dxrf.stats.tiles.wide_products`), so its statistics are
         those of the features ``transform`` makes, before their scaling.
         """
         if self.activation in NYSTROEM:
@@ -242,7 +242,7 @@ class FeatureKernel:
 
         :meth:`rowwise` without the scale (a Nyström map's whitened kernel
         values computed in float64 and rounded once); the logistic passes of
-        a small fit use these (:func:`dxrf.stats_tiles.wide_products`).
+        a small fit use these (:func:`dxrf.stats.tiles.wide_products`).
         """
         if self.activation in NYSTROEM:
             return self._nystroem_float64(X, whiten=True)

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._blas import blas_limit
-from .._buffers import thread_buffer
-from .._device import array_module, to_host
-from ..engine import Pass, Rows, check_block, row_uniforms
+from dxrf.core.blas import blas_limit
+from dxrf.core.buffers import thread_buffer
+from dxrf.core.device import array_module, to_host
+from dxrf.engine import Pass, Rows, check_block, row_uniforms
 
 __all__ = [
     "LANDMARK_KERNELS", "WHITENINGS", "landmark_block", "inverse_sqrt", "inverse_cholesky", "whitening_of", "eigen_floor", "race_pass", "RaceConfig", "row_weights",

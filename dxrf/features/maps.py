@@ -17,9 +17,9 @@ from sklearn.base import (
 )
 from sklearn.utils.validation import check_is_fitted, has_fit_parameter
 
-from .._memory import check_allocation
-from .._weights import check_sample_weight
-from .._validation import (
+from dxrf.core.memory import check_allocation
+from dxrf.core.weights import check_sample_weight
+from dxrf.core.validation import (
     check_X,
     check_choice,
     check_float_dtype,
@@ -28,10 +28,10 @@ from .._validation import (
     is_dask,
     make_rng,
 )
-from ..engine import map_rows
-from ..persist import SaveMixin
-from . import exact, samplers
-from .kernel import FeatureKernel
+from dxrf.engine import map_rows
+from dxrf.persist.format import SaveMixin
+from dxrf.features import exact, samplers
+from dxrf.features.kernel import FeatureKernel
 
 __all__ = [
     "RandomFourierFeatures",

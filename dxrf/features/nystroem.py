@@ -6,8 +6,8 @@ import dask.array as da
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from .._memory import check_allocation
-from .._validation import (
+from dxrf.core.memory import check_allocation
+from dxrf.core.validation import (
     ParameterTypeError,
     check_choice,
     check_float_dtype,
@@ -16,11 +16,11 @@ from .._validation import (
     is_dask,
     make_rng,
 )
-from ..engine import run_pass
-from . import exact
-from .kernel import FeatureKernel
-from .landmarks import LANDMARK_KERNELS, WHITENINGS, RaceConfig, leverage_transform, race_pass, whitening_of
-from .maps import KernelTransformer, RandomFourierFeatures, _resolve_bandwidth, check_bandwidth
+from dxrf.engine import run_pass
+from dxrf.features import exact
+from dxrf.features.kernel import FeatureKernel
+from dxrf.features.landmarks import LANDMARK_KERNELS, WHITENINGS, RaceConfig, leverage_transform, race_pass, whitening_of
+from dxrf.features.maps import KernelTransformer, RandomFourierFeatures, _resolve_bandwidth, check_bandwidth
 
 __all__ = ["NystroemFeatures", "LANDMARK_METHODS", "landmark_gram", "landmark_kernel", "landmark_kind", "uniform_landmarks"]
 
@@ -296,7 +296,7 @@ class NystroemFeatures(KernelTransformer):
         self, X: np.ndarray | da.Array, rng: np.random.Generator, bandwidth: float
     ) -> tuple[FeatureKernel, np.ndarray]:
         """Pass 1 of leverage landmarks: random Fourier features' Gram, and the transform of their scores."""
-        from ..stats import accumulate
+        from dxrf.stats.feature_stats import accumulate
 
         # float32 features: the scores only weight a sample, and N lam I keeps their Gram well conditioned
         rff = RandomFourierFeatures(

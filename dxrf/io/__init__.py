@@ -42,7 +42,7 @@ Conventions
   to ``dest``). Only a data group is replaced, and only with ``overwrite``.
   Destinations may also be object-store URLs (``s3://...`` with
   ``storage_options``), published by copying with the root metadata last
-  (see :mod:`dxrf._storage`).
+  (see :mod:`dxrf.io.storage`).
 
 Modules
 -------
@@ -61,10 +61,10 @@ from __future__ import annotations
 
 # Every top-level name of the former single module stays importable from
 # here, the private ones included (other modules and tests use some of them).
-from .._files import DestinationExistsError, DestinationNotWritableError, DestinationRefusedError
-from .._files import atomic_directory as _atomic_directory
-from .arrays import _ingest_arrays
-from .checks import (
+from dxrf.io.files import DestinationExistsError, DestinationNotWritableError, DestinationRefusedError
+from dxrf.io.files import atomic_directory as _atomic_directory
+from dxrf.io.arrays import _ingest_arrays
+from dxrf.io.checks import (
     _COMPRESSION_SUFFIXES,
     _FORMATS,
     _NAN_POLICIES,
@@ -80,20 +80,20 @@ from .checks import (
     _is_tsv,
     _select_columns,
 )
-from .dataset import ZarrDataset, _scale_block, _standardize_block, _unscale_block, open_zarr
-from .labels import _class_codes, _resolve_task, _row, _sort_labels, _unique_labels
-from .layout import _RESERVED_ATTRS, DXRF_FORMAT, IngestReport, _json_value, _report, default_compressor
-from .pipeline import ingest, worth_a_cluster
-from .predictions import open_predictions, write_predictions
-from .split import split_zarr
-from .readers.csv import _csv_errors, _csv_frames
-from .readers.libsvm import _QID, _libsvm_blocks, _open_text, _parse_libsvm
-from .readers.npy import _NpzMember, _read_row_blocks
-from .readers.parquet import _parquet_frames
-from .table_scan import _add_levels, _as_str, _first_row, _FramePrep, _is_numeric, _Scan, _scan_table, _TableOptions
-from .tables import _build_schema, _check_nan_policy_table, _ingest_table, _TableSchema
-from .write import check_chunk_rows_and_destination, write_zarr
-from .writer import _Moments, _Progress, _safe_std, _ZarrWriter
+from dxrf.io.dataset import ZarrDataset, _scale_block, _standardize_block, _unscale_block, open_zarr
+from dxrf.io.labels import _class_codes, _resolve_task, _row, _sort_labels, _unique_labels
+from dxrf.io.layout import _RESERVED_ATTRS, DXRF_FORMAT, IngestReport, _json_value, _report, default_compressor
+from dxrf.io.pipeline import ingest, worth_a_cluster
+from dxrf.io.predictions import open_predictions, write_predictions
+from dxrf.io.split import split_zarr
+from dxrf.io.readers.csv import _csv_errors, _csv_frames
+from dxrf.io.readers.libsvm import _QID, _libsvm_blocks, _open_text, _parse_libsvm
+from dxrf.io.readers.npy import _NpzMember, _read_row_blocks
+from dxrf.io.readers.parquet import _parquet_frames
+from dxrf.io.table_scan import _add_levels, _as_str, _first_row, _FramePrep, _is_numeric, _Scan, _scan_table, _TableOptions
+from dxrf.io.tables import _build_schema, _check_nan_policy_table, _ingest_table, _TableSchema
+from dxrf.io.write import check_chunk_rows_and_destination, write_zarr
+from dxrf.io.writer import _Moments, _Progress, _safe_std, _ZarrWriter
 
 __all__ = [
     "DXRF_FORMAT",

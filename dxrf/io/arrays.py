@@ -15,13 +15,13 @@ from typing import Any
 
 import numpy as np
 
-from .._memory import check_allocation, ingest_chunk_bytes
-from .._validation import check_int
-from .checks import _check_numeric_dtype, _feature_names, _select_columns
-from .labels import _class_codes, _resolve_task, _unique_labels
-from .readers.libsvm import _libsvm_blocks
-from .readers.npy import _NpzMember, _read_row_blocks
-from .writer import _ZarrWriter
+from dxrf.core.memory import check_allocation, ingest_chunk_bytes
+from dxrf.core.validation import check_int
+from dxrf.io.checks import _check_numeric_dtype, _feature_names, _select_columns
+from dxrf.io.labels import _class_codes, _resolve_task, _unique_labels
+from dxrf.io.readers.libsvm import _libsvm_blocks
+from dxrf.io.readers.npy import _NpzMember, _read_row_blocks
+from dxrf.io.writer import _ZarrWriter
 
 
 def _check_width(columns: int, chunk_rows: int, itemsize: int, what: str) -> None:

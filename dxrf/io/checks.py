@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._validation import check_int
+from dxrf.core.validation import check_int
 
 _FORMATS = ("csv", "parquet", "npy", "npz", "libsvm")
 _SUFFIX_FORMATS = {

@@ -18,11 +18,11 @@ import zarr
 import zarr.abc.store
 from dask.base import tokenize
 
-from .._memory import check_task
-from .._storage import group_store
-from .integrity import IntegrityError, checked_reader, describe, verify
-from .._target_scale import register
-from .layout import DXRF_FORMAT
+from dxrf.core.memory import check_task
+from dxrf.io.storage import group_store
+from dxrf.io.integrity import IntegrityError, checked_reader, describe, verify
+from dxrf.core.target_scale import register
+from dxrf.io.layout import DXRF_FORMAT
 
 
 def _standardize_block(block: np.ndarray, mean: np.ndarray, std: np.ndarray) -> np.ndarray:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import zarr
 
-from .._storage import resolve
+from dxrf.io.storage import resolve
 
 __all__ = ["index_like_names", "warn_index_columns"]
 

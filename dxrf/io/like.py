@@ -13,7 +13,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .dataset import open_zarr
+from dxrf.io.dataset import open_zarr
 
 
 def training_encoding(

@@ -38,9 +38,9 @@ import numpy as np
 import pandas as pd
 import zarr
 
-from .._memory import worker_memory_limit
-from .._storage import zarr_target
-from .readers.pieces import (
+from dxrf.core.memory import worker_memory_limit
+from dxrf.io.storage import zarr_target
+from dxrf.io.readers.pieces import (
     NotSplittable,
     Piece,
     compression_of,
@@ -51,9 +51,9 @@ from .readers.pieces import (
     parquet_pieces,
     source_bytes,
 )
-from .table_scan import _add_levels, _FramePrep, _Scan, _scan_table, _TableOptions
-from .tables import _build_schema, _check_nan_policy_table, _check_table_memory, _TableSchema, table_str_columns
-from .writer import _BlockCheck, _BlockStats, _Progress, _Totals, create_arrays, no_rows_message, owned
+from dxrf.io.table_scan import _add_levels, _FramePrep, _Scan, _scan_table, _TableOptions
+from dxrf.io.tables import _build_schema, _check_nan_policy_table, _check_table_memory, _TableSchema, table_str_columns
+from dxrf.io.writer import _BlockCheck, _BlockStats, _Progress, _Totals, create_arrays, no_rows_message, owned
 
 #: Sources smaller than this are ingested serially by default: the tasks and
 #: the extra passes cost more than they save (see BENCHMARKS.md).
@@ -104,7 +104,7 @@ def _piece_bytes(client: Any, total: int) -> int:
     where it was scanned (its parsed frames are there), so the last write of
     a worker with one piece more than the others is the pass's tail.
     """
-    from ..options import get_options
+    from dxrf.core.options import get_options
 
     fixed = get_options().ingest_piece_bytes
     if fixed is not None:
@@ -416,7 +416,7 @@ def _parquet_rows(path: Path) -> int:
 
 def _run(client: Any, pieces: Iterable[Piece], frames_of: Callable[[Piece], Frames], tmp: Any, opts: _TableOptions, *,
          chunk_rows: int, progress: bool | Callable[[str, int], Any], attrs: dict[str, Any]) -> dict[str, Any]:
-    from ..options import get_options
+    from dxrf.core.options import get_options
 
     run = _Run(uuid.uuid4().hex, get_options().ingest_cache_bytes)
     try:

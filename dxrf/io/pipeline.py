@@ -14,11 +14,11 @@ from typing import Any
 
 import pandas as pd
 
-from .._storage import atomic_group, is_url, local_copy, resolve
-from .._validation import check_int
-from ..progress import active_client
-from .arrays import _ingest_arrays
-from .checks import (
+from dxrf.io.storage import atomic_group, is_url, local_copy, resolve
+from dxrf.core.validation import check_int
+from dxrf.core.progress import active_client
+from dxrf.io.arrays import _ingest_arrays
+from dxrf.io.checks import (
     _FORMATS,
     _NAN_POLICIES,
     _TASKS,
@@ -29,16 +29,16 @@ from .checks import (
     _infer_format,
     _is_tsv,
 )
-from .index_columns import warn_index_columns
-from .layout import IngestReport, _report
-from .like import check_columns_like, training_encoding
-from .parallel import CLUSTER_MIN_BYTES, PARALLEL_MIN_BYTES, csv_splittable, ingest_table_parallel
-from .readers.pieces import source_bytes
-from .readers import source_errors
-from .readers.csv import _csv_errors, _csv_frames
-from .readers.parquet import _check_parquet_schema, _parquet_frames
-from .table_scan import _TableOptions
-from .tables import _ingest_table
+from dxrf.io.index_columns import warn_index_columns
+from dxrf.io.layout import IngestReport, _report
+from dxrf.io.like import check_columns_like, training_encoding
+from dxrf.io.parallel import CLUSTER_MIN_BYTES, PARALLEL_MIN_BYTES, csv_splittable, ingest_table_parallel
+from dxrf.io.readers.pieces import source_bytes
+from dxrf.io.readers import source_errors
+from dxrf.io.readers.csv import _csv_errors, _csv_frames
+from dxrf.io.readers.parquet import _check_parquet_schema, _parquet_frames
+from dxrf.io.table_scan import _TableOptions
+from dxrf.io.tables import _ingest_table
 
 
 def _check_header(path: Path, kw: dict[str, Any]) -> None:
@@ -134,7 +134,7 @@ def ingest(
         readers need a seekable local file), removed at the end.
     dest : path or URL
         Directory of the zarr group to create, or an object-store URL
-        (``s3://bucket/data.zarr``), published as described in :mod:`dxrf._storage`.
+        (``s3://bucket/data.zarr``), published as described in :mod:`dxrf.io.storage`.
     target : str or int, optional
         Target column: a name, or a position among the source columns (after
         ``transform``). For ``.npy`` the index (or a name from ``names``) of the

@@ -25,16 +25,16 @@ import numpy as np
 import pandas as pd
 import zarr
 
-from .._files import (
+from dxrf.io.files import (
     KIND_ATTR,
     DestinationExistsError,
     DestinationNotWritableError,
     DestinationRefusedError,
 )
-from .._storage import atomic_group, atomic_object, group_store, object_errors, resolve, zarr_target
-from ..progress import blocks_in_order, compute
-from .integrity import IntegrityError, array_options, checked_reader, describe, verify
-from .layout import DXRF_FORMAT, default_compressor
+from dxrf.io.storage import atomic_group, atomic_object, group_store, object_errors, resolve, zarr_target
+from dxrf.core.progress import blocks_in_order, compute
+from dxrf.io.integrity import IntegrityError, array_options, checked_reader, describe, verify
+from dxrf.io.layout import DXRF_FORMAT, default_compressor
 
 __all__ = ["PREDICTION_FORMATS", "open_predictions", "prediction_format", "write_predictions"]
 
@@ -138,7 +138,7 @@ def write_predictions(
         Replace an existing file (or dxrf group) at ``dest``.
     progress : bool or None, default False
         A progress bar on stderr while a zarr group is written (see
-        :mod:`dxrf.progress`).
+        :mod:`dxrf.core.progress`).
     storage_options : dict, optional
         Options of the fsspec file system of a URL ``dest``
         (``s3://bucket/pred.zarr``, ``s3://bucket/pred.csv``). A group is

@@ -18,13 +18,13 @@ from typing import Any
 import dask
 import numpy as np
 
-from .._storage import atomic_group, resolve
-from .._validation import check_fraction, check_int
-from ..engine.split import hashed_split
-from ..progress import blocks_in_order, show_progress
-from .dataset import open_zarr
-from .layout import _RESERVED_ATTRS, IngestReport, _report
-from .writer import _Progress, _ZarrWriter
+from dxrf.io.storage import atomic_group, resolve
+from dxrf.core.validation import check_fraction, check_int
+from dxrf.engine.split import hashed_split
+from dxrf.core.progress import blocks_in_order, show_progress
+from dxrf.io.dataset import open_zarr
+from dxrf.io.layout import _RESERVED_ATTRS, IngestReport, _report
+from dxrf.io.writer import _Progress, _ZarrWriter
 
 __all__ = ["split_zarr"]
 

@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .checks import _check_unique
-from .labels import _row
-from .writer import _Progress
+from dxrf.io.checks import _check_unique
+from dxrf.io.labels import _row
+from dxrf.io.writer import _Progress
 
 
 def _as_str(s: pd.Series) -> pd.Series:

@@ -15,11 +15,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._buffers import thread_buffer
-from .._memory import Limit, check_allocation, ingest_chunk_bytes
-from .labels import _row, _sort_labels
-from .table_scan import _as_str, _FramePrep, _Scan, _scan_table, _TableOptions
-from .writer import _ZarrWriter
+from dxrf.core.buffers import thread_buffer
+from dxrf.core.memory import Limit, check_allocation, ingest_chunk_bytes
+from dxrf.io.labels import _row, _sort_labels
+from dxrf.io.table_scan import _as_str, _FramePrep, _Scan, _scan_table, _TableOptions
+from dxrf.io.writer import _ZarrWriter
 
 
 class _TableSchema:

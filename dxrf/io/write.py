@@ -16,12 +16,12 @@ from typing import Any
 import dask.array as da
 import numpy as np
 
-from .._storage import atomic_group, check_any_destination, resolve
-from .._validation import check_not_sparse
-from .checks import _NAN_POLICIES, _TASKS, _check_choice, _check_chunk_rows, _check_numeric_dtype, _feature_names
-from .labels import _class_codes, _resolve_task
-from .layout import _RESERVED_ATTRS, IngestReport, _report
-from .writer import _ZarrWriter
+from dxrf.io.storage import atomic_group, check_any_destination, resolve
+from dxrf.core.validation import check_not_sparse
+from dxrf.io.checks import _NAN_POLICIES, _TASKS, _check_choice, _check_chunk_rows, _check_numeric_dtype, _feature_names
+from dxrf.io.labels import _class_codes, _resolve_task
+from dxrf.io.layout import _RESERVED_ATTRS, IngestReport, _report
+from dxrf.io.writer import _ZarrWriter
 
 
 def check_chunk_rows_and_destination(

@@ -18,11 +18,11 @@ from typing import Any, NamedTuple
 import numpy as np
 import zarr
 
-from .._buffers import thread_buffer
-from .._storage import zarr_target
-from .labels import _row
-from .integrity import array_options, describe
-from .layout import _RESERVED_ATTRS, DXRF_FORMAT, _json_value, default_compressor
+from dxrf.core.buffers import thread_buffer
+from dxrf.io.storage import zarr_target
+from dxrf.io.labels import _row
+from dxrf.io.integrity import array_options, describe
+from dxrf.io.layout import _RESERVED_ATTRS, DXRF_FORMAT, _json_value, default_compressor
 
 
 class _Moments:

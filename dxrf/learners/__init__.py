@@ -1,12 +1,12 @@
 """Learners on random features: solves on accumulated statistics and iterative passes."""
 
-from ._base import RandomFeatureModel, linear_predict
-from .classifier import RandomFeatureClassifier
-from .pca import RandomFeaturePCA
-from .ridge import RandomFeatureRidge
-from .ridge_path import RidgePath, mse_from_stats, ridge_path, solve_ridge
-from .search_cv import RandomFeatureClassifierCV, RandomFeatureRidgeCV
-from .sgd import RandomFeatureSGDClassifier, RandomFeatureSGDRegressor
+from dxrf.learners._base import RandomFeatureModel, linear_predict
+from dxrf.learners.classifier import RandomFeatureClassifier
+from dxrf.learners.pca import RandomFeaturePCA
+from dxrf.learners.ridge import RandomFeatureRidge
+from dxrf.solvers.ridge_path import RidgePath, mse_from_stats, ridge_path, solve_ridge
+from dxrf.learners.search_cv import RandomFeatureClassifierCV, RandomFeatureRidgeCV
+from dxrf.learners.sgd import RandomFeatureSGDClassifier, RandomFeatureSGDRegressor
 
 __all__ = [
     "RandomFeatureModel",

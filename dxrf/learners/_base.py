@@ -16,17 +16,17 @@ import numpy as np
 from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._labels import class_labels, encode_classes
-from .._memory import check_statistics
-from .._target_scale import scale_of, unscale
-from .._validation import check_fraction, check_X, is_dask, is_integer
-from .._weights import check_sample_weight, combined_weight
-from ..engine import map_rows
-from ..features.kernel import FeatureKernel
-from ..features.maps import RandomFourierFeatures, fit_map
-from ..persist import SaveMixin
-from ..stats import FeatureStats, accumulate
-from .landmark_solve import LandmarkStats, landmark_values, solves_in_landmark_basis
+from dxrf.core.labels import class_labels, encode_classes
+from dxrf.core.memory import check_statistics
+from dxrf.core.target_scale import scale_of, unscale
+from dxrf.core.validation import check_fraction, check_X, is_dask, is_integer
+from dxrf.core.weights import check_sample_weight, combined_weight
+from dxrf.engine import map_rows
+from dxrf.features.kernel import FeatureKernel
+from dxrf.features.maps import RandomFourierFeatures, fit_map
+from dxrf.persist.format import SaveMixin
+from dxrf.stats.feature_stats import FeatureStats, accumulate
+from dxrf.solvers.landmark_solve import LandmarkStats, landmark_values, solves_in_landmark_basis
 
 __all__ = ["RandomFeatureModel", "TargetScaleMixin", "is_selector", "linear_predict", "check_validation"]
 
@@ -207,7 +207,7 @@ class RandomFeatureModel(SaveMixin, BaseEstimator):
 
         ``single_penalty`` (the caller solves one ridge problem with no
         validation): a Cholesky-whitened Nyström map's statistics are
-        returned unwhitened, as a :class:`~dxrf.learners.landmark_solve.LandmarkStats`.
+        returned unwhitened, as a :class:`~dxrf.solvers.landmark_solve.LandmarkStats`.
 
         A selector with a row sample (``LeverageScoreSampler(n_samples=N0)``)
         takes two: its candidates' statistics over the sample, then the
@@ -273,7 +273,7 @@ class RandomFeatureModel(SaveMixin, BaseEstimator):
 
     def transform_features(self, X: np.ndarray | da.Array) -> np.ndarray | da.Array:
         """The fitted features ``z(X)`` (lazy for dask input)."""
-        from ..features.maps import apply_kernel
+        from dxrf.features.maps import apply_kernel
 
         self._check_fitted()
         return apply_kernel(self._validate_X(X, reset=False), self.kernel_)

@@ -8,12 +8,12 @@ from scipy.special import expit, log_softmax, softmax
 from sklearn.base import ClassifierMixin
 from sklearn.utils.metaestimators import available_if
 
-from .._labels import encode_classes
-from .._validation import check_choice, is_dask
-from .._weights import check_class_weight, check_sample_weight, combined_weight
-from ._base import RandomFeatureModel, is_selector, linear_predict
-from .partial import PartialFitMixin, check_batch_labels, partial_classes
-from .ridge import _RidgeSolveMixin, check_alphas
+from dxrf.core.labels import encode_classes
+from dxrf.core.validation import check_choice, is_dask
+from dxrf.core.weights import check_class_weight, check_sample_weight, combined_weight
+from dxrf.learners._base import RandomFeatureModel, is_selector, linear_predict
+from dxrf.learners.partial import PartialFitMixin, check_batch_labels, partial_classes
+from dxrf.learners.ridge import _RidgeSolveMixin, check_alphas
 
 __all__ = ["RandomFeatureClassifier", "LOSSES", "encode_classes"]
 
@@ -33,13 +33,13 @@ class RandomFeatureClassifier(PartialFitMixin, _RidgeSolveMixin, ClassifierMixin
       ``LogisticRegression(C=1/(N alpha))``), solved by blockwise
       Newton/IRLS (one pass per iteration) or, when the M x M Hessians are
       too large, by L-BFGS with one pass per gradient
-      (:func:`dxrf.learners.logistic.fit_logistic`).
+      (:func:`dxrf.solvers.logistic.fit_logistic`).
     - ``loss="multinomial"``: L2-penalised softmax regression over all classes,
       ``(1/N) sum [logsumexp(f_n) - f_{n, y_n}] + (alpha/2) |W|_F^2`` with
       unpenalised intercepts (scikit-learn's multinomial
       ``LogisticRegression(C=1/(N alpha))``), by L-BFGS (one pass per
       gradient) or Newton-CG (``solver="newton-cg"``; one pass per
-      Hessian-vector product) (:func:`dxrf.learners.logistic.fit_multinomial`).
+      Hessian-vector product) (:func:`dxrf.solvers.logistic.fit_multinomial`).
       With two classes the softmax of two scores is stored as one:
       ``coef_ = W_1 - W_0``, and ``predict_proba`` is ``expit`` of it.
 
@@ -68,7 +68,7 @@ class RandomFeatureClassifier(PartialFitMixin, _RidgeSolveMixin, ClassifierMixin
     hessian_rows : "auto", int or None, default="auto"
         Rows sampled for each Hessian of the Newton solver (gradients use every
         row); None for exact Hessians. See
-        :func:`dxrf.learners.logistic.fit_logistic`.
+        :func:`dxrf.solvers.logistic.fit_logistic`.
     class_weight : "balanced", dict or None, default=None
         Weights per class, multiplied into ``sample_weight`` (scikit-learn's
         convention): a dict label -> weight (1 for classes it leaves out; a
@@ -138,7 +138,7 @@ class RandomFeatureClassifier(PartialFitMixin, _RidgeSolveMixin, ClassifierMixin
 
     def _check_params(self) -> np.ndarray | None:
         """Validate the parameters (also run on a loaded model); return the alpha grid or None."""
-        from .logistic.fit import check_solver_options
+        from dxrf.solvers.logistic.fit import check_solver_options
 
         check_choice(self.loss, "loss", LOSSES)
         check_class_weight(self.class_weight)
@@ -249,7 +249,7 @@ class RandomFeatureClassifier(PartialFitMixin, _RidgeSolveMixin, ClassifierMixin
 
     def _logistic_refit(self, X, T, kernel, sample_weight=None) -> RandomFeatureClassifier:
         """Logistic regression on ``kernel``'s features with penalty ``alpha_``; its passes are added to ``n_passes_``."""
-        from .logistic import fit_logistic
+        from dxrf.solvers.logistic import fit_logistic
 
         if self.loss == "multinomial":
             return self._multinomial_refit(X, T, kernel, sample_weight)
@@ -268,7 +268,7 @@ class RandomFeatureClassifier(PartialFitMixin, _RidgeSolveMixin, ClassifierMixin
         return self
 
     def _multinomial_refit(self, X, T, kernel, sample_weight=None) -> RandomFeatureClassifier:
-        from .logistic import fit_multinomial
+        from dxrf.solvers.logistic import fit_multinomial
 
         if T.shape[1] == 1:  # two classes: the one +-1 column becomes one-hot columns
             T = (da if is_dask(T) else np).concatenate([-T, T], axis=1)

@@ -4,7 +4,7 @@ The first call fixes the random features: an unfitted map is fitted on that
 first batch (a ``"median"`` bandwidth from its rows), a fitted map or
 selector is used as it is, and an unfitted selector is refused (it chooses
 from statistics of all the data). Each call then adds its rows' statistics
-to the running ``stats_`` (:class:`~dxrf.stats.FeatureStats` is a monoid)
+to the running ``stats_`` (:class:`~dxrf.stats.feature_stats.FeatureStats` is a monoid)
 and the solution is solved again from them: after any sequence of calls the
 model equals a ``fit`` on all the rows seen, up to rounding.
 """
@@ -16,11 +16,11 @@ import copy
 import dask.array as da
 import numpy as np
 
-from .._validation import is_dask
-from ..features.kernel import FeatureKernel
-from ..features.maps import fit_map
-from ..stats import FeatureStats, accumulate
-from ._base import is_selector
+from dxrf.core.validation import is_dask
+from dxrf.features.kernel import FeatureKernel
+from dxrf.features.maps import fit_map
+from dxrf.stats.feature_stats import FeatureStats, accumulate
+from dxrf.learners._base import is_selector
 
 __all__ = ["PartialFitMixin", "partial_features"]
 
@@ -70,7 +70,7 @@ def partial_features(est: object, X: np.ndarray | da.Array, sample_weight: objec
 
 def partial_classes(est: object, classes: object, first: bool) -> np.ndarray:
     """The class labels of a ``partial_fit`` call: given at the first call, the same (or omitted) later."""
-    from .._labels import class_labels
+    from dxrf.core.labels import class_labels
 
     if first:
         if classes is None:
@@ -148,7 +148,7 @@ class PartialFitMixin:
         With ``alphas`` (allowed only after a ``fit``) the penalty is the
         ``alpha_`` that ``fit`` chose. ``sample_weight`` (checked) weighs the batch's rows.
         """
-        from .ridge_path import mse_from_stats, solve_ridge
+        from dxrf.solvers.ridge_path import mse_from_stats, solve_ridge
 
         kernel = self._partial_kernel(X, sample_weight) if first else self.kernel_
         batch = accumulate(X, T, kernel, sample_weight=sample_weight)

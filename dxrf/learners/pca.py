@@ -16,11 +16,11 @@ import scipy.linalg
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import check_bool, check_fraction, check_positive_int, is_dask, is_integer
-from .._weights import check_sample_weight
-from ..engine import map_rows
-from ..features.kernel import FeatureKernel
-from ._base import RandomFeatureModel
+from dxrf.core.validation import check_bool, check_fraction, check_positive_int, is_dask, is_integer
+from dxrf.core.weights import check_sample_weight
+from dxrf.engine import map_rows
+from dxrf.features.kernel import FeatureKernel
+from dxrf.learners._base import RandomFeatureModel
 
 __all__ = ["RandomFeaturePCA"]
 
@@ -244,6 +244,6 @@ class RandomFeaturePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Random
         comps = getattr(self, "components_", None)
         kernel = getattr(self, "kernel_", None)
         if comps is not None and kernel is not None and comps.shape[1] != kernel.n_components:
-            from ..persist import ModelFormatError
+            from dxrf.persist.format import ModelFormatError
 
             raise ModelFormatError(f"components_ has {comps.shape[1]} columns but the feature kernel has {kernel.n_components} features")

@@ -6,13 +6,13 @@ import dask.array as da
 import numpy as np
 from sklearn.base import RegressorMixin
 
-from .._validation import check_nonnegative
-from .._weights import check_sample_weight
-from ..stats import FeatureStats
-from ._base import RandomFeatureModel, TargetScaleMixin, linear_predict
-from .landmark_solve import LandmarkStats, solve_landmark_ridge
-from .partial import PartialFitMixin
-from .ridge_path import check_alpha_grid, mse_from_stats, ridge_path, solve_ridge, statistics_rtol
+from dxrf.core.validation import check_nonnegative
+from dxrf.core.weights import check_sample_weight
+from dxrf.stats.feature_stats import FeatureStats
+from dxrf.learners._base import RandomFeatureModel, TargetScaleMixin, linear_predict
+from dxrf.solvers.landmark_solve import LandmarkStats, solve_landmark_ridge
+from dxrf.learners.partial import PartialFitMixin
+from dxrf.solvers.ridge_path import check_alpha_grid, mse_from_stats, ridge_path, solve_ridge, statistics_rtol
 
 __all__ = ["RandomFeatureRidge", "check_alphas"]
 
@@ -28,7 +28,7 @@ def check_class_outputs(model: object, k: int) -> None:
     classes = getattr(model, "classes_", None)
     if classes is None:
         return
-    from ..persist import ModelFormatError
+    from dxrf.persist.format import ModelFormatError
 
     want = 1 if len(classes) == 2 else len(classes)
     if k != want:
@@ -43,7 +43,7 @@ class _RidgeSolveMixin:
         coef, kernel = getattr(self, "coef_", None), getattr(self, "kernel_", None)
         if coef is None or kernel is None:
             return
-        from ..persist import ModelFormatError
+        from dxrf.persist.format import ModelFormatError
 
         coef = np.asarray(coef)
         if coef.ndim not in (1, 2) or coef.shape[-1] != kernel.n_components:

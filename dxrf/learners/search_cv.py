@@ -21,8 +21,8 @@ import dask.array as da
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from .._memory import check_statistics
-from .._validation import (
+from dxrf.core.memory import check_statistics
+from dxrf.core.validation import (
     ParameterTypeError,
     check_bool,
     check_choice,
@@ -31,27 +31,27 @@ from .._validation import (
     is_dask,
     is_integer,
 )
-from .._weights import check_class_weight
-from ..features.landmarks import LANDMARK_KERNELS
-from ..features.maps import RandomFourierFeatures, fit_map
-from ..features.nystroem import NystroemFeatures, landmark_kernel, uniform_landmarks
-from ..search.evaluate import GridErrors, candidate_prefix, fold_pairs, merge_errors, select_largest, validate_grid
-from ..search.grid import SearchGrid, Variant, check_grid
-from ..search.landmarks import validate_landmarks
-from ..search.results import best_index, results_table, warn_at_edges
-from ..selection.selectors import (
+from dxrf.core.weights import check_class_weight
+from dxrf.features.landmarks import LANDMARK_KERNELS
+from dxrf.features.maps import RandomFourierFeatures, fit_map
+from dxrf.features.nystroem import NystroemFeatures, landmark_kernel, uniform_landmarks
+from dxrf.search.evaluate import GridErrors, candidate_prefix, fold_pairs, merge_errors, select_largest, validate_grid
+from dxrf.search.grid import SearchGrid, Variant, check_grid
+from dxrf.search.landmarks import validate_landmarks
+from dxrf.search.results import best_index, results_table, warn_at_edges
+from dxrf.selection.selectors import (
     EnergyScoreSelector,
     KernelAlignmentSelector,
     LeverageScoreSampler,
     _split_random_state,
 )
-from ..scoring import LinearModels, score_models
-from ..stats import FeatureStats, accumulate
-from .classifier import LOSSES, RandomFeatureClassifier
-from .cv_splits import check_cv
-from .ridge import RandomFeatureRidge
-from .ridge_path import mse_from_stats, ridge_path, statistics_rtol
-from .search_cv_docs import _SEARCH_ATTRIBUTES, _SEARCH_PARAMETERS
+from dxrf.stats.scoring import LinearModels, score_models
+from dxrf.stats.feature_stats import FeatureStats, accumulate
+from dxrf.learners.classifier import LOSSES, RandomFeatureClassifier
+from dxrf.search.cv_splits import check_cv
+from dxrf.learners.ridge import RandomFeatureRidge
+from dxrf.solvers.ridge_path import mse_from_stats, ridge_path, statistics_rtol
+from dxrf.learners.search_cv_docs import _SEARCH_ATTRIBUTES, _SEARCH_PARAMETERS
 
 __all__ = ["RandomFeatureRidgeCV", "RandomFeatureClassifierCV", "DEFAULT_BANDWIDTHS", "DEFAULT_ALPHAS"]
 
@@ -231,7 +231,7 @@ class _SearchCV:
     def _check_params(self) -> SearchGrid:
         """Validate the parameters (also run on a loaded model); return the grid."""
         if hasattr(self, "loss"):
-            from .logistic.fit import check_solver_options
+            from dxrf.solvers.logistic.fit import check_solver_options
 
             check_choice(self.loss, "loss", LOSSES)
             check_choice(self.scoring, "scoring", SCORINGS)

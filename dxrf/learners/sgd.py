@@ -31,7 +31,7 @@ one-shot parameter averaging per pass (Zinkevich et al., 2010).
 
 Validation
 ----------
-Validation rows (a hashed fraction, as in :func:`dxrf.stats.hashed_split`,
+Validation rows (a hashed fraction, as in :func:`dxrf.stats.feature_stats.hashed_split`,
 or a mask) are never used for updates. Their error is computed in the same
 pass and the same task as the training: before updating on its chunk's
 training rows, each task adds the loss of the model as it was at the *start*
@@ -63,7 +63,7 @@ from scipy.special import expit
 from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.utils.metaestimators import available_if
 
-from .._validation import (
+from dxrf.core.validation import (
     check_bool,
     check_choice,
     check_nonnegative,
@@ -73,11 +73,11 @@ from .._validation import (
     is_integer,
     make_rng,
 )
-from ..options import get_options
-from ..stats import hashed_split
-from .._target_scale import scale_of
-from .._weights import check_class_weight, check_sample_weight, combined_weight
-from ._base import RandomFeatureModel, TargetScaleMixin, check_validation, is_selector, linear_predict
+from dxrf.core.options import get_options
+from dxrf.stats.feature_stats import hashed_split
+from dxrf.core.target_scale import scale_of
+from dxrf.core.weights import check_class_weight, check_sample_weight, combined_weight
+from dxrf.learners._base import RandomFeatureModel, TargetScaleMixin, check_validation, is_selector, linear_predict
 
 __all__ = [
     "LOSSES",
@@ -94,8 +94,8 @@ MAX_SELECTOR_CANDIDATES = 16384
 _STEP_SAMPLE_ROWS = 1000
 
 
-from .sgd_docs import _COMMON_ATTRS, _COMMON_PARAMS, _REFERENCES
-from .sgd_passes import _Config, _Data, _Runner, _State, _VALIDATION_SEED
+from dxrf.learners.sgd_docs import _COMMON_ATTRS, _COMMON_PARAMS, _REFERENCES
+from dxrf.solvers.sgd_passes import _Config, _Data, _Runner, _State, _VALIDATION_SEED
 
 
 # -- the estimators -----------------------------------------------------------------
@@ -237,7 +237,7 @@ class _BaseSGD(RandomFeatureModel):
         (by ``fit``, ``partial_fit`` or :func:`dxrf.load`) continues from its
         ``coef_``, ``intercept_`` and update count.
         """
-        from .partial import partial_features
+        from dxrf.learners.partial import partial_features
 
         if not is_dask(Y):
             Y = np.asarray(Y, dtype=np.float64).reshape(X.shape[0], -1)
@@ -374,15 +374,15 @@ class _BaseSGD(RandomFeatureModel):
         coef = getattr(self, "coef_", None)
         kernel = getattr(self, "kernel_", None)
         if coef is not None and kernel is not None and coef.shape[0] != kernel.n_components:
-            from ..persist import ModelFormatError
+            from dxrf.persist.format import ModelFormatError
 
             raise ModelFormatError(f"coef_ has {coef.shape[0]} rows but the feature kernel has {kernel.n_components} features")
         if coef is not None:
-            from .ridge import check_class_outputs
+            from dxrf.learners.ridge import check_class_outputs
 
             k = 1 if np.ndim(coef) == 1 else np.shape(coef)[1]
             if np.size(getattr(self, "intercept_", 0.0)) != k:
-                from ..persist import ModelFormatError
+                from dxrf.persist.format import ModelFormatError
 
                 raise ModelFormatError(f"intercept_ has {np.size(self.intercept_)} values for {k} output(s)")
             check_class_outputs(self, k)
@@ -645,8 +645,8 @@ class RandomFeatureSGDClassifier(ClassifierMixin, _BaseSGD):
         -------
         self
         """
-        from .._labels import encode_classes
-        from .partial import check_batch_labels, partial_classes
+        from dxrf.core.labels import encode_classes
+        from dxrf.learners.partial import check_batch_labels, partial_classes
 
         self._check_partial_params()
         first = not hasattr(self, "coef_")

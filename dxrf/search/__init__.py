@@ -4,10 +4,10 @@ The estimators that run it are :class:`dxrf.RandomFeatureRidgeCV` and
 :class:`dxrf.RandomFeatureClassifierCV` (:mod:`dxrf.learners.search_cv`).
 """
 
-from .evaluate import GridErrors, fold_pairs, prefix, r2_scores, select_largest, validate_grid
-from .landmarks import landmark_subset, validate_landmarks
-from .grid import SELECTIONS, BandwidthSpec, SearchGrid, Variant, check_grid, parse_bandwidth
-from .results import best_index, format_table, results_table, warn_at_edges
+from dxrf.search.evaluate import GridErrors, fold_pairs, prefix, r2_scores, select_largest, validate_grid
+from dxrf.search.landmarks import landmark_subset, validate_landmarks
+from dxrf.search.grid import SELECTIONS, BandwidthSpec, SearchGrid, Variant, check_grid, parse_bandwidth
+from dxrf.search.results import best_index, format_table, results_table, warn_at_edges
 
 __all__ = [
     "SELECTIONS",

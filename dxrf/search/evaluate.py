@@ -1,6 +1,6 @@
 """Validation errors of every configuration of a search, from the statistics of one pass.
 
-Pure dense algebra on :class:`~dxrf.stats.FeatureStats`: no data is read.
+Pure dense algebra on :class:`~dxrf.stats.feature_stats.FeatureStats`: no data is read.
 For one bandwidth and one fold:
 
 - the training statistics are the fold's complement (k-fold: the total
@@ -22,11 +22,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ..learners.ridge_path import mse_from_stats, ridge_path
-from ..selection.leverage import client_threads, gram_spectrum
-from ..selection.select import select_features
-from ..stats import FeatureStats
-from .grid import SearchGrid, Variant
+from dxrf.solvers.ridge_path import mse_from_stats, ridge_path
+from dxrf.selection.leverage import client_threads, gram_spectrum
+from dxrf.selection.select import select_features
+from dxrf.stats.feature_stats import FeatureStats
+from dxrf.search.grid import SearchGrid, Variant
 
 __all__ = ["GridErrors", "candidate_prefix", "merge_errors", "fold_pairs", "select_largest", "prefix", "r2_scores", "validate_grid"]
 

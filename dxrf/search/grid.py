@@ -15,7 +15,7 @@ import re
 
 import numpy as np
 
-from .._validation import ParameterTypeError
+from dxrf.core.validation import ParameterTypeError
 
 __all__ = ["SELECTIONS", "Variant", "SearchGrid", "BandwidthSpec", "check_grid", "parse_bandwidth"]
 

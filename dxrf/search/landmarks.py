@@ -18,11 +18,11 @@ import dataclasses
 
 import numpy as np
 
-from ..features.kernel import FeatureKernel
-from ..features.nystroem import landmark_kernel, landmark_kind
-from ..stats import FeatureStats
-from .evaluate import GridErrors, fold_pairs, validate_grid
-from .grid import SearchGrid
+from dxrf.features.kernel import FeatureKernel
+from dxrf.features.nystroem import landmark_kernel, landmark_kind
+from dxrf.stats.feature_stats import FeatureStats
+from dxrf.search.evaluate import GridErrors, fold_pairs, validate_grid
+from dxrf.search.grid import SearchGrid
 
 __all__ = ["landmark_subset", "validate_landmarks"]
 

@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 from scipy.stats import rankdata
 
-from .grid import SearchGrid
+from dxrf.search.grid import SearchGrid
 
 __all__ = ["results_table", "best_index", "warn_at_edges", "format_table"]
 

@@ -7,7 +7,7 @@ algebra on the candidates' :class:`dxrf.FeatureStats`; selection never
 re-reads the data.
 """
 
-from .leverage import (
+from dxrf.selection.leverage import (
     LAM_CONVENTIONS,
     GramSpectrum,
     LeverageDiagnostics,
@@ -17,8 +17,8 @@ from .leverage import (
     leverage_scores,
     suggested_n_components,
 )
-from .lkrf import chi2_divergence, lkrf_weights, project_simplex
-from .select import (
+from dxrf.selection.lkrf import chi2_divergence, lkrf_weights, project_simplex
+from dxrf.selection.select import (
     CRITERIA,
     METHODS,
     Selection,
@@ -28,7 +28,7 @@ from .select import (
     select_features,
     target_cross,
 )
-from .selectors import (
+from dxrf.selection.selectors import (
     TASKS,
     EnergyScoreSelector,
     KernelAlignmentSelector,

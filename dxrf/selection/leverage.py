@@ -44,7 +44,7 @@ the CPUs this process may run on), always that number of BLAS threads,
 whatever limits the caller has set: the results are reproducible to the bit
 for a given machine (CPU count) and BLAS, but differ in the last bits from a
 run with another thread count, since LAPACK's blocked factorisations split
-their sums by thread. (One exception: :class:`dxrf._blas.blas_limit` lets the
+their sums by thread. (One exception: :class:`dxrf.core.blas.blas_limit` lets the
 first of overlapping holders set the limit, so a call made while another
 thread of the process holds, say, ``blas_limit(1)`` runs on that one thread.)
 
@@ -70,9 +70,9 @@ from typing import Any
 import numpy as np
 from scipy.linalg import lapack
 
-from .._blas import blas_limit
-from .._validation import check_choice, check_fraction, check_positive_int
-from ..stats import FeatureStats
+from dxrf.core.blas import blas_limit
+from dxrf.core.validation import check_choice, check_fraction, check_positive_int
+from dxrf.stats.feature_stats import FeatureStats
 
 __all__ = [
     "LAM_CONVENTIONS",

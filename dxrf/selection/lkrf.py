@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_positive_float
+from dxrf.core.validation import check_positive_float
 
 __all__ = ["project_simplex", "chi2_divergence", "lkrf_weights"]
 

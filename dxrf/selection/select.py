@@ -25,10 +25,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._validation import check_choice, check_positive_int, make_rng
-from ..stats import FeatureStats
-from .leverage import GramSpectrum, gram_spectrum, leverage_scores
-from .lkrf import lkrf_weights
+from dxrf.core.validation import check_choice, check_positive_int, make_rng
+from dxrf.stats.feature_stats import FeatureStats
+from dxrf.selection.leverage import GramSpectrum, gram_spectrum, leverage_scores
+from dxrf.selection.lkrf import lkrf_weights
 
 __all__ = [
     "CRITERIA",

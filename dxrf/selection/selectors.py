@@ -17,14 +17,14 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.utils.validation import check_is_fitted
 
-from .._labels import class_labels, encode_classes
-from .._memory import check_statistics
-from .._validation import check_choice, check_positive_float, check_positive_int, is_dask, is_integer, make_rng
-from .._weights import check_sample_weight
-from ..features.kernel import FeatureKernel
-from ..features.maps import KernelTransformer, RandomFourierFeatures, fit_map
-from ..stats import FeatureStats, accumulate
-from .leverage import (
+from dxrf.core.labels import class_labels, encode_classes
+from dxrf.core.memory import check_statistics
+from dxrf.core.validation import check_choice, check_positive_float, check_positive_int, is_dask, is_integer, make_rng
+from dxrf.core.weights import check_sample_weight
+from dxrf.features.kernel import FeatureKernel
+from dxrf.features.maps import KernelTransformer, RandomFourierFeatures, fit_map
+from dxrf.stats.feature_stats import FeatureStats, accumulate
+from dxrf.selection.leverage import (
     LAM_CONVENTIONS,
     LeverageDiagnostics,
     _check_lam,
@@ -32,7 +32,7 @@ from .leverage import (
     leverage_diagnostics,
     leverage_scores,
 )
-from .select import METHODS, Selection, alignment_scores, draw_features, energy_scores, select_features
+from dxrf.selection.select import METHODS, Selection, alignment_scores, draw_features, energy_scores, select_features
 
 __all__ = ["LeverageScoreSampler", "EnergyScoreSelector", "KernelAlignmentSelector", "TASKS"]
 

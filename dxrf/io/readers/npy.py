@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._memory import check_allocation
+from dxrf.core.memory import check_allocation
 
 
 class _NpzMember:

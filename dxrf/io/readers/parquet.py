@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..checks import _check_unique
+from dxrf.io.checks import _check_unique
 
 
 def _unsupported(t: object) -> bool:

@@ -1,0 +1,5 @@
+"""The model format: fitted estimators as zarr groups of arrays and JSON."""
+
+from dxrf.persist.format import FORMAT_VERSION, ModelFormatError, SaveMixin, load, save
+
+__all__ = ["FORMAT_VERSION", "ModelFormatError", "SaveMixin", "load", "save"]

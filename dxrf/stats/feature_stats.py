@@ -1,0 +1,540 @@
+"""Sufficient statistics of random features, accumulated in one pass.
+
+A pass maps every row chunk ``X_b`` (with its targets ``Y_b``) to partial
+statistics ``(Z_b^T Z_b, Z_b^T Y_b, sum z, sum y, Y_b^T Y_b, n_b)`` with
+``Z_b = z(X_b)`` never leaving the task that made it, and sums the partials by
+a tree reduction. Everything later (leverage scores, ridge paths, validation
+errors) is small dense algebra on the M x M result.
+"""
+
+
+from __future__ import annotations
+
+import dataclasses
+import numbers
+from collections.abc import Sequence
+
+import dask.array as da
+import numpy as np
+
+from dxrf.core.blas import blas_limit
+from dxrf.core.memory import check_pass, local_threads
+from dxrf.core.validation import (
+    check_dask_matrix,
+    check_fraction,
+    check_int,
+    check_not_sparse,
+    check_pass_options,
+    check_seed,
+    check_subset,
+    is_dask,
+)
+from dxrf.stats.compensated import CompensatedSums as _Sums  # noqa: F401 - the partials' type, named here for tests
+from dxrf.stats.compensated import packed_size as _packed_size  # noqa: F401
+from dxrf.engine import fold_labels, hashed_split, run_pass, tile_grid
+from dxrf.features.kernel import FeatureKernel
+from dxrf.core.weights import check_sample_weight
+from dxrf.stats.tiles import (
+    StatsConfig,
+    TileWorker,
+    check_stats_block,
+    default_tile_rows,
+    partial_bytes,
+    stats_pass,
+    wide_products,
+)
+
+__all__ = ["FeatureStats", "accumulate", "block_stats", "hashed_split", "resolve_kernel"]
+
+
+@dataclasses.dataclass(eq=False)
+class FeatureStats:
+    """Sufficient statistics of features ``z`` and targets ``y`` over ``n`` rows.
+
+    All fields are float64 sums (not means). ``FeatureStats`` is a monoid:
+    ``a + b`` are the statistics of the union of the rows of ``a`` and ``b``.
+
+    Attributes
+    ----------
+    gram : ndarray of shape (M, M)
+        ``sum_n z_n z_n^T``. The normalised Gram ``G`` of the design (trace
+        about 1 for random Fourier features) is :meth:`normalized_gram`.
+    sum : ndarray of shape (M,)
+        ``sum_n z_n``.
+    n : int or float
+        Number of rows; for weighted statistics the total weight
+        ``sum_n w_n`` (a float), the divisor of every mean.
+    cross : ndarray of shape (M, k) or None
+        ``sum_n z_n y_n^T``; ``None`` without targets.
+    ysum : ndarray of shape (k,) or None
+        ``sum_n y_n``.
+    yy : ndarray of shape (k, k) or None
+        ``sum_n y_n y_n^T``.
+    """
+
+    gram: np.ndarray
+    sum: np.ndarray
+    n: int | float
+    cross: np.ndarray | None = None
+    ysum: np.ndarray | None = None
+    yy: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        m = self.gram.shape[0]
+        if self.gram.shape != (m, m) or self.sum.shape != (m,):
+            raise ValueError(f"inconsistent shapes: gram {self.gram.shape}, sum {self.sum.shape}")
+        has_y = [a is not None for a in (self.cross, self.ysum, self.yy)]
+        if any(has_y) and not all(has_y):
+            raise ValueError("cross, ysum and yy must be given together")
+        if self.cross is not None:
+            k = self.cross.shape[1]
+            if self.cross.shape != (m, k) or self.ysum.shape != (k,) or self.yy.shape != (k, k):
+                raise ValueError(
+                    f"inconsistent target shapes: cross {self.cross.shape}, ysum {self.ysum.shape}, yy {self.yy.shape}"
+                )
+
+    # -- construction and merging --------------------------------------
+    @classmethod
+    def zeros(cls, n_components: int, n_targets: int | None = None) -> FeatureStats:
+        """Empty statistics (the identity of ``+``)."""
+        m, k = n_components, n_targets
+        if k is None:
+            return cls(np.zeros((m, m)), np.zeros(m), 0)
+        return cls(np.zeros((m, m)), np.zeros(m), 0, np.zeros((m, k)), np.zeros(k), np.zeros((k, k)))
+
+    def __add__(self, other: FeatureStats) -> FeatureStats:
+        if not isinstance(other, FeatureStats):
+            return NotImplemented
+        if other.gram.shape != self.gram.shape:
+            raise ValueError(f"cannot add statistics of {self.n_components} and {other.n_components} features")
+        if (self.cross is None) != (other.cross is None):
+            raise ValueError("cannot add statistics with targets to statistics without")
+        if self.cross is not None and self.cross.shape != other.cross.shape:
+            raise ValueError(f"cannot add statistics of {self.n_targets} and {other.n_targets} targets")
+        add = lambda a, b: None if a is None else a + b  # noqa: E731
+        return FeatureStats(
+            self.gram + other.gram,
+            self.sum + other.sum,
+            self.n + other.n,
+            add(self.cross, other.cross),
+            add(self.ysum, other.ysum),
+            add(self.yy, other.yy),
+        )
+
+    def __sub__(self, other: FeatureStats) -> FeatureStats:
+        """The statistics of the rows in ``self`` but not in ``other`` (a part of them).
+
+        How k-fold training statistics come from one pass: the total minus
+        the fold. Float64 differences of sums, exact up to rounding of the total.
+        """
+        if not isinstance(other, FeatureStats):
+            return NotImplemented
+        if other.n > self.n:
+            raise ValueError(f"cannot subtract statistics of {other.n} rows from statistics of {self.n}")
+        return self + FeatureStats(
+            -other.gram,
+            -other.sum,
+            -other.n,
+            None if other.cross is None else -other.cross,
+            None if other.ysum is None else -other.ysum,
+            None if other.yy is None else -other.yy,
+        )
+
+    def __radd__(self, other: object) -> FeatureStats:
+        # lets sum([...]) start from 0
+        if isinstance(other, numbers.Number) and other == 0:
+            return self
+        return NotImplemented
+
+    # -- shape -----------------------------------------------------------
+    @property
+    def n_components(self) -> int:
+        return int(self.gram.shape[0])
+
+    @property
+    def n_targets(self) -> int | None:
+        return None if self.cross is None else int(self.cross.shape[1])
+
+    # -- derived quantities ---------------------------------------------
+    def _check_nonempty(self) -> None:
+        if self.n == 0:
+            raise ValueError("these statistics hold no rows")
+
+    def normalized_gram(self) -> np.ndarray:
+        """``G = (1/N) sum_n z_n z_n^T`` (uncentred), the Gram of the ELSS paper."""
+        self._check_nonempty()
+        return self.gram / self.n
+
+    def mean(self) -> np.ndarray:
+        """Mean feature vector ``(1/N) sum_n z_n``."""
+        self._check_nonempty()
+        return self.sum / self.n
+
+    def covariance(self) -> np.ndarray:
+        """Centred feature covariance ``(1/N) sum (z - mean)(z - mean)^T``."""
+        mu = self.mean()
+        C = self.gram / self.n
+        for r0 in range(0, C.shape[0], 1024):  # a band at a time: no M x M temporary
+            C[r0 : r0 + 1024] -= np.outer(mu[r0 : r0 + 1024], mu)
+        return C
+
+    def centered_cross(self) -> np.ndarray:
+        """Centred cross-covariance ``(1/N) sum (z - mean_z)(y - mean_y)^T``."""
+        self._require_targets()
+        return self.cross / self.n - np.outer(self.mean(), self.ysum / self.n)
+
+    def _require_targets(self) -> None:
+        if self.cross is None:
+            raise ValueError("these statistics were accumulated without targets (y)")
+
+    def subset(self, index: Sequence[int] | np.ndarray, scales: Sequence[float] | np.ndarray | None = None) -> FeatureStats:
+        """Exact statistics of a selection of features, without another pass.
+
+        The selected feature ``j`` is ``scales[j] * z_{index[j]}``; indices may
+        repeat. Its Gram is ``S G[index, index] S`` with ``S = diag(scales)``.
+        """
+        index, s = check_subset(index, scales, self.n_components)
+        gram = self.gram[np.ix_(index, index)] * np.outer(s, s)
+        cross = None if self.cross is None else self.cross[index] * s[:, None]
+        return FeatureStats(gram, self.sum[index] * s, self.n, cross, self.ysum, self.yy)
+
+    def transformed(self, T: np.ndarray, *, overwrite: bool = False) -> FeatureStats:
+        """Exact statistics of the features ``z T`` (``T`` of shape (M, M'), e.g. a Nyström whitening).
+
+        ``T^T G T``, ``T^T sum`` and ``T^T cross``; the targets' sums are unchanged.
+        An upper-triangular square ``T`` (a Cholesky whitening) takes two
+        triangular products (``M^3`` flops each, half of a dense product's),
+        computed in the Gram's own memory when ``overwrite`` is true (the
+        caller gives up ``self.gram``).
+        """
+        T = np.asarray(T, dtype=np.float64)
+        if T.ndim != 2 or T.shape[0] != self.n_components:
+            raise ValueError(f"T has shape {T.shape}; expected ({self.n_components}, M') for {self.n_components} features")
+        cross = None if self.cross is None else T.T @ self.cross
+        gram = _triangular_congruence(self.gram, T, overwrite) if is_upper_triangular(T) else T.T @ (self.gram @ T)
+        return FeatureStats(gram, T.T @ self.sum, self.n, cross, self.ysum, self.yy)
+
+
+def is_upper_triangular(T: np.ndarray) -> bool:
+    """Whether ``T`` is square (M >= 2) with zeros below its diagonal, checked a band of rows at a time."""
+    m = T.shape[0]
+    if T.ndim != 2 or T.shape[1] != m or m < 2:
+        return False
+    for r0 in range(0, m, 512):  # no M x M temporary (np.tril would copy 3.2 GB at M = 20 000)
+        r1 = min(m, r0 + 512)
+        if T[r0:r1, :r0].any() or np.tril(T[r0:r1, r0:r1], -1).any():
+            return False
+    return True
+
+
+def _triangular_congruence(G: np.ndarray, T: np.ndarray, overwrite: bool) -> np.ndarray:
+    """``T^T G T`` for a symmetric ``G`` and an upper-triangular ``T``, by two BLAS ``trmm`` calls."""
+    from scipy.linalg.blas import dtrmm
+
+    # BLAS works on column-major arrays. G.T is G itself (symmetric) in that order;
+    # a row-major upper T read column-major is the lower-triangular T^T.
+    B = G.T if overwrite and G.flags.c_contiguous and G.dtype == np.float64 else np.array(G, dtype=np.float64, order="F")
+    if T.flags.c_contiguous:
+        A, lower, first, second = T.T, 1, 1, 0  # A = T^T: G T = G A^T, then T^T (G T) = A (G T)
+    else:
+        A, lower, first, second = np.asfortranarray(T), 0, 0, 1
+    B = dtrmm(1.0, A, B, side=1, lower=lower, trans_a=first, overwrite_b=1)
+    B = dtrmm(1.0, A, B, side=0, lower=lower, trans_a=second, overwrite_b=1)
+    # the two triangles round differently: average them, a band at a time (no M x M temporary)
+    m, band = B.shape[0], 512
+    for r0 in range(0, m, band):
+        r1 = min(m, r0 + band)
+        mean = (B[r0:r1, r0:] + B[r0:, r0:r1].T) * 0.5
+        B[r0:r1, r0:] = mean
+        B[r0:, r0:r1] = mean.T
+    return B
+
+
+# -- the per-block kernel ------------------------------------------------------
+
+
+def block_stats(
+    X: np.ndarray,
+    y: np.ndarray | None,
+    kernel: FeatureKernel,
+    mask: np.ndarray | None = None,
+    *,
+    tile_rows: int | None = None,
+    blas_threads: int | None = None,
+    row_offset: int = 0,
+    sample_weight: np.ndarray | None = None,
+    total_rows: int | None = None,
+) -> FeatureStats | tuple[FeatureStats, FeatureStats]:
+    """Statistics of one block of rows: a pure function on NumPy arrays.
+
+    Features are computed tile by tile into one reused buffer (the projection,
+    the activation in place, then a symmetric rank-k update), so memory stays
+    at one tile of features however large the block. Tiles follow the global
+    grid of row indices ``[t T, (t+1) T)`` (``row_offset`` is the global index
+    of the first row), and tiles are summed with compensated arithmetic, so
+    the result does not depend on how the rows were split into blocks.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+    y : ndarray of shape (n,) or (n, k), or None
+    kernel : FeatureKernel
+    mask : bool ndarray of shape (n,), optional
+        Marks validation rows; then a pair ``(train, validation)`` is returned.
+    tile_rows : int, optional
+        Rows per tile ``T``; by default from :func:`dxrf.get_options`.
+    blas_threads : int, optional
+        Limit BLAS threads for this call (``None`` leaves them alone).
+    row_offset : int
+        Global index of the first row.
+    sample_weight : ndarray of shape (n,), optional
+        Row weights (see :func:`accumulate`).
+    total_rows : int, optional
+        Rows of the whole pass this block belongs to (default: the block's):
+        they decide whether float32 features' products are accumulated in
+        float64 (:func:`dxrf.stats.tiles.wide_products`), as in :func:`accumulate`.
+
+    Returns
+    -------
+    FeatureStats, or (FeatureStats, FeatureStats) when ``mask`` is given.
+    """
+    tile_rows = check_int(tile_rows, "tile_rows", allow_none=True)
+    blas_threads = check_int(blas_threads, "blas_threads", allow_none=True)
+    row_offset = check_int(row_offset, "row_offset", low=0)
+    total_rows = check_int(total_rows, "total_rows", low=1, allow_none=True)
+    check_not_sparse(X)
+    X, Y = check_stats_block(X, y, kernel, row_offset)
+    if mask is not None:
+        mask = np.asarray(mask, dtype=bool).reshape(-1)
+        if mask.shape[0] != X.shape[0]:
+            raise ValueError(f"split mask has {mask.shape[0]} rows; X block has {X.shape[0]}")
+    w = check_sample_weight(sample_weight, X.shape[0])
+    tile_rows = tile_rows or default_tile_rows(kernel)
+    limiter = blas_limit(blas_threads)
+    with limiter:
+        worker = TileWorker(kernel, tile_rows, None if Y is None else Y.shape[1], 1 if mask is None else 2,
+                            weighted=w is not None, wide=wide_products(kernel, total_rows or X.shape[0]))
+        for lo, hi in tile_grid(row_offset, row_offset + X.shape[0], tile_rows):
+            a, b = lo - row_offset, hi - row_offset
+            worker.add_tile(X[a:b], None if Y is None else Y[a:b], None if mask is None else mask[a:b],
+                            None if w is None else w[a:b])
+    out = tuple(s.finish(kernel.scale, kernel.transform_matrix) for s in worker.sums)
+    return out[0] if mask is None else out
+
+
+# -- the pass -----------------------------------------------------------------------
+
+
+def resolve_kernel(features: object, X: np.ndarray | da.Array | None = None) -> FeatureKernel:
+    """The :class:`FeatureKernel` of a feature map, fitting an unfitted map on ``X``."""
+    if isinstance(features, FeatureKernel):
+        return features
+    kernel = getattr(features, "kernel_", None)
+    if kernel is None and hasattr(features, "fit"):
+        if X is None:
+            raise ValueError("features is not fitted and no X was given to fit it")
+        features.fit(X)
+        kernel = getattr(features, "kernel_", None)
+    if not isinstance(kernel, FeatureKernel):
+        raise TypeError(
+            f"features must be a dxrf feature map (e.g. RandomFourierFeatures) or a FeatureKernel, got {type(features).__name__}"
+        )
+    return kernel
+
+
+
+def check_split(split: object, folds: object, X: object) -> tuple[float | None, object, int | None, int]:
+    """The row groups of a pass over the (checked) ``X``: ``(fraction, column, hashed_folds, groups)``.
+
+    From ``split`` (a fraction in (0, 1) or a boolean mask) or ``folds`` (an
+    integer k, or per-row fold labels: :func:`dxrf.engine.fold_labels`):
+    ``column`` is the per-row mask or labels (NumPy when X is), and
+    ``groups`` the number of row groups the pass sums apart.
+    """
+    if folds is not None and split is not None:
+        raise ValueError("give either split (a hold-out) or folds (k-fold), not both")
+    n = int(X.shape[0])
+    if hasattr(folds, "shape"):
+        labels, k = fold_labels(folds, n, local=not is_dask(X))
+        return None, labels, None, k
+    folds = check_int(folds, "folds", low=2, allow_none=True,
+                      what="an integer of at least 2 or an integer array of per-row fold labels")
+    if folds is not None:
+        return None, None, folds, folds
+    if split is None:
+        return None, None, None, 1
+    if not hasattr(split, "shape"):
+        return check_fraction(split, "split", what="a fraction in (0, 1) or a boolean mask"), None, None, 2
+    if np.dtype(split.dtype) != np.dtype(bool):
+        raise TypeError(f"split mask must be boolean, got dtype {split.dtype}")
+    if not is_dask(X):
+        split = np.asarray(split.compute() if is_dask(split) else split).reshape(-1)
+        if split.shape[0] != n:
+            raise ValueError(f"split has {split.shape[0]} rows but X has {n}")
+    return None, split, None, 2
+
+
+def accumulate(
+    X: np.ndarray | da.Array,
+    y: np.ndarray | da.Array | None = None,
+    features: object = None,
+    split: float | np.ndarray | da.Array | None = None,
+    *,
+    split_seed: int = 0,
+    folds: int | None = None,
+    subsample: float | None = None,
+    subsample_seed: int = 0,
+    progress: bool | None = None,
+    tile_rows: int | None = None,
+    split_every: int | None = None,
+    lanes: int | None = None,
+    sample_weight: np.ndarray | da.Array | None = None,
+) -> FeatureStats | tuple[FeatureStats, ...] | list:
+    """One pass over ``X`` accumulating the statistics of the features ``z(X)``.
+
+    Each row chunk is one task (on the worker that holds or reads the chunk)
+    that adds its rows into a running sum: its own, or, for chunks already
+    held by the cluster, the sum of its ``lane`` (a chain of chunks on one
+    worker), so each worker accumulates locally and only one partial per lane
+    is shipped. The partials are tree-reduced. The N x M feature matrix
+    is never formed: a task holds one tile of features. Per-block arithmetic
+    runs in the feature dtype; sums are float64.
+
+    Parameters
+    ----------
+    X : ndarray or dask array of shape (N, d)
+        A dask array should be chunked by rows with all columns in one chunk;
+        one split along columns is rechunked with a warning.
+    y : array of shape (N,) or (N, k), optional
+        Targets; give them to accumulate ``cross``, ``ysum`` and ``yy``.
+    features : feature map or FeatureKernel, or a list of them
+        A dxrf feature map (fitted, or unfitted and then fitted on ``X``).
+        A list of K maps gives K results from one read of ``X``: each chunk
+        is read once and every map's statistics are computed from it (only
+        the block-diagonal statistics: no cross-map blocks). Each result is
+        bitwise identical to ``accumulate`` with that map alone.
+    split : float, bool array of shape (N,), or None
+        Validation rows: a boolean (dask) array, True for validation, or a
+        fraction in (0, 1) of rows chosen by a hash of the row index and
+        ``split_seed`` (independent of chunking). With a split the result is
+        a pair ``(train, validation)`` from the same pass.
+    split_seed : int, default=0
+        Seed of the hashed split, and of the hashed folds.
+    folds : int or integer array of shape (N,), optional
+        ``k >= 2``: every row goes to one of ``k`` folds by a hash of its
+        global row index and ``split_seed`` (independent of chunking), and
+        each fold's statistics are summed apart in this one pass. The result
+        is then a tuple of ``k`` statistics; fold ``j``'s training statistics
+        are ``sum(result) - result[j]`` (exact up to rounding: the sums are
+        float64). An integer array (NumPy or dask; its chunks are aligned
+        with X's rows by the engine) gives each row's fold instead, ``0 ..
+        k - 1`` with ``k >= 2`` the largest label plus one (negative labels
+        are refused; a fold without rows has statistics with ``n = 0``; dask
+        labels with dask X cost one small pass over the labels for ``k``).
+        Not together with ``split``.
+    subsample : float, optional
+        A fraction in (0, 1]: only rows whose hash of ``(row index,
+        subsample_seed)`` falls below it are accumulated (about ``subsample *
+        N`` rows, independent of chunking; the same hash as the split). The
+        other rows are read but their features are never computed, so the
+        pass costs ``subsample * N * M^2`` flops. Combines with ``split`` and
+        ``folds`` (they then group the kept rows); give ``subsample_seed``
+        apart from ``split_seed`` so the two are independent.
+    subsample_seed : int, default=0
+        Seed of the hashed subsample.
+    progress : bool, optional
+        Show a progress bar (default from :func:`dxrf.get_options`).
+    tile_rows : int, optional
+        Rows per feature tile inside a task (default: from ``tile_bytes``,
+        for each map).
+    split_every : int, optional
+        Fan-in of the tree reduction. By default the largest fan-in up to
+        ``get_options().split_every`` whose partials fit in 32 MiB (a partial
+        holds about ``8 M^2`` bytes per group of rows and map: compensated
+        float64 sums of the Gram's upper triangle).
+    lanes : int, optional
+        Number of chains of chunks, each with one running sum; chunk ``i``
+        goes to lane ``i mod lanes``. By default, chunks of an array persisted
+        on a distributed cluster are chained on the worker holding them (two
+        lanes per thread), and other arrays get one independent task per chunk
+        (as with ``lanes`` equal to the number of chunks).
+    sample_weight : array of shape (N,), optional
+        Row weights ``w_n >= 0`` (NumPy, or a dask array; its chunks are
+        aligned with X's rows by the engine). Every sum is weighted,
+        ``gram = sum_n w_n z_n z_n^T`` and so on, and ``n`` is ``sum_n w_n``
+        (a float), so means divide by the total weight and an integer weight
+        equals repeating the row (DESIGN section 2). Splits, folds and
+        subsamples still hash row indices. Weights of ones give the
+        unweighted statistics bitwise (with ``n`` a float).
+
+    Returns
+    -------
+    FeatureStats, or a pair (train, validation) when ``split`` is given, or
+    a tuple of ``k`` statistics with ``folds``; for a list of maps, a list of those, one
+    per map.
+
+    Notes
+    -----
+    NumPy input is processed in this process on a thread pool (one BLAS
+    thread per block, the same arithmetic as a Dask task); dask input runs on
+    the active scheduler: the distributed client if one exists, else dask's
+    threads. Inside dask tasks BLAS is held to ``blas_threads`` threads to
+    avoid oversubscribing the cores. The pass is :func:`dxrf.engine.run_pass`
+    over :func:`dxrf.stats.tiles.stats_pass`.
+    """
+    split_every, lanes, progress, tile_rows = check_pass_options(
+        split_every=split_every, lanes=lanes, progress=progress, tile_rows=tile_rows
+    )
+    split_seed = check_seed(split_seed, "split_seed")
+    check_not_sparse(X)
+    check_not_sparse(y, "y")
+    if features is None:
+        raise ValueError("features is required: pass a feature map such as RandomFourierFeatures(...)")
+    many = isinstance(features, (list, tuple))
+    maps = list(features) if many else [features]
+    if not maps:
+        raise ValueError("features is an empty list: pass at least one feature map")
+    kernels = [resolve_kernel(f, X) for f in maps]
+    d = {k.n_features_in for k in kernels}
+    if len(d) > 1:
+        raise ValueError(f"the feature maps expect different numbers of input columns: {sorted(d)}")
+    sample = None
+    if subsample is not None:
+        subsample_seed = check_seed(subsample_seed, "subsample_seed")
+        # 1 keeps every row: the hash is below 1 for all of them
+        whole = isinstance(subsample, numbers.Real) and not isinstance(subsample, bool) and subsample == 1
+        keep = 1.0 if whole else check_fraction(subsample, "subsample", what="a fraction in (0, 1]")
+        sample = (float(keep), subsample_seed)
+
+    if not is_dask(X):
+        X = np.asarray(X)
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-dimensional, got shape {X.shape}")
+        if X.shape[0] == 0:
+            raise ValueError("X is empty (0 rows)")
+        n = X.shape[0]
+        if y is not None:
+            y = np.asarray(y)
+            if y.ndim == 0 or y.shape[0] != n:
+                raise ValueError(f"y has {y.shape[0] if y.ndim else 0} rows but X has {n}")
+    else:
+        X = check_dask_matrix(X, n_features=kernels[0].n_features_in)
+    fraction, column, folds, groups = check_split(split, folds, X)
+    weight = check_sample_weight(sample_weight, int(X.shape[0]))
+    tiles = [tile_rows or default_tile_rows(k) for k in kernels]
+    cfg = StatsConfig(kernels, tiles, fraction, split_seed, groups, folds, sample, weighted=weight is not None,
+                      n_rows=int(X.shape[0]))
+    # the client receives a dense M x M Gram per map and group: refused before the pass
+    m = max(k.n_components for k in kernels)
+    check_pass(
+        partial_bytes(cfg), sum(8 * groups * k.n_components**2 for k in kernels),
+        f"the statistics of {len(kernels)} feature map{'s' if len(kernels) > 1 else ''} of up to n_components={m} "
+        f"features over {groups} row group{'s' if groups > 1 else ''} (n_candidates of a selector)",
+        "use fewer features (n_components or n_candidates), fewer maps or fewer folds, or more memory",
+        concurrency=local_threads(X),
+    )
+    out = run_pass(
+        stats_pass(cfg), X, (y, column, weight), (cfg,), progress=progress, split_every=split_every, lanes=lanes,
+        names=("y", "split" if split is not None else "folds", "sample_weight"),
+    )
+    return out if many else out[0]
