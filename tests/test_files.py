@@ -135,7 +135,7 @@ _CRASHER = textwrap.dedent(
     """
     import os, sys, types
     import dxrf
-    from dxrf import _files
+    from dxrf.io import files as _files
 
     path, ref, where = sys.argv[1:]
     model = dxrf.load(ref)

@@ -20,6 +20,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from dxrf.cli.arguments import parse_storage_option, storage_options
+
 __all__ = ["main"]
 
 EXIT_USAGE = 2
@@ -120,30 +122,6 @@ def _with_client(fn):
             return fn(args)
 
     return run
-
-
-def _storage_option(text: str) -> tuple[str, object]:
-    """``KEY=VALUE`` of ``--storage-option``: the value parsed as JSON where it parses, else a string."""
-    import json
-
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip():
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    try:
-        parsed = json.loads(value)
-    except ValueError:
-        parsed = value
-    return key.strip(), parsed
-
-
-def storage_options(args: argparse.Namespace) -> dict | None:
-    """The ``--storage-option`` values of a command as a dict (None when none was given).
-
-    Nested keys are not split: ``client_kwargs={"region_name": "eu-west-1"}``
-    passes a dict as JSON.
-    """
-    pairs = getattr(args, "storage_option", None) or []
-    return dict(pairs) or None
 
 
 def _names(text: str) -> list[str]:
@@ -315,7 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument(
         "--storage-option",
         metavar="KEY=VALUE",
-        type=_storage_option,
+        type=parse_storage_option,
         action="append",
         default=argparse.SUPPRESS,
         help="an fsspec storage option for s3://, gs://, ... paths (e.g. endpoint_url=http://127.0.0.1:9000); "

@@ -11,7 +11,7 @@ import dask.array as da
 import numpy as np
 
 from dxrf.io.storage import resolve
-from dxrf.cli.commands import storage_options
+from dxrf.cli.arguments import storage_options
 
 __all__ = ["add_model_commands", "build_features", "build_model"]
 

@@ -199,6 +199,21 @@ def check_destination(dest: str | os.PathLike, *, kind: str, overwrite: bool) ->
     return dest
 
 
+def check_file_destination(dest: str | os.PathLike, overwrite: bool) -> Path:
+    """Check before any work that a prediction file may be written at ``dest``; return it absolute."""
+    dest = Path(dest).expanduser().absolute()
+    if dest.exists() or dest.is_symlink():
+        if dest.is_symlink() or not dest.is_file():
+            raise DestinationRefusedError(f"refusing to write predictions at {str(dest)!r}: it is not a regular file")
+        if not overwrite:
+            raise DestinationExistsError(dest, "a file")
+    if not dest.parent.is_dir():
+        raise ValueError(f"parent directory of the destination does not exist: {str(dest.parent)!r}")
+    if not os.access(dest.parent, os.W_OK | os.X_OK):
+        raise DestinationNotWritableError(f"cannot write in {str(dest.parent)!r} (permission denied)")
+    return dest
+
+
 def _make_dir(path: Path, dest: Path) -> None:
     try:
         os.mkdir(path)

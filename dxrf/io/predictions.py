@@ -25,12 +25,7 @@ import numpy as np
 import pandas as pd
 import zarr
 
-from dxrf.io.files import (
-    KIND_ATTR,
-    DestinationExistsError,
-    DestinationNotWritableError,
-    DestinationRefusedError,
-)
+from dxrf.io.files import KIND_ATTR, DestinationExistsError, check_file_destination
 from dxrf.io.storage import atomic_group, atomic_object, group_store, object_errors, resolve, zarr_target
 from dxrf.core.progress import blocks_in_order, compute
 from dxrf.io.integrity import IntegrityError, array_options, checked_reader, describe, verify
@@ -57,21 +52,6 @@ def _column_names(pred: da.Array) -> list[str]:
     if pred.ndim == 1:
         return ["prediction"]
     return [f"prediction_{j}" for j in range(pred.shape[1])]
-
-
-def check_file_destination(dest: str | os.PathLike, overwrite: bool) -> Path:
-    """Check before any work that a prediction file may be written at ``dest``; return it absolute."""
-    dest = Path(dest).expanduser().absolute()
-    if dest.exists() or dest.is_symlink():
-        if dest.is_symlink() or not dest.is_file():
-            raise DestinationRefusedError(f"refusing to write predictions at {str(dest)!r}: it is not a regular file")
-        if not overwrite:
-            raise DestinationExistsError(dest, "a file")
-    if not dest.parent.is_dir():
-        raise ValueError(f"parent directory of the destination does not exist: {str(dest.parent)!r}")
-    if not os.access(dest.parent, os.W_OK | os.X_OK):
-        raise DestinationNotWritableError(f"cannot write in {str(dest.parent)!r} (permission denied)")
-    return dest
 
 
 @contextlib.contextmanager

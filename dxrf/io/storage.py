@@ -37,6 +37,8 @@ from dxrf.io.files import (
     DestinationExistsError,
     DestinationRefusedError,
     atomic_directory,
+    check_destination,
+    check_file_destination,
 )
 
 __all__ = ["Location", "atomic_group", "check_storage_options", "object_errors", "resolve", "zarr_target"]
@@ -403,12 +405,8 @@ def check_any_destination(
     loc = resolve(dest, storage_options, what="dest")
     if loc.local:
         if kind == "file":
-            from dxrf.io.predictions import check_file_destination
-
             check_file_destination(loc.path, overwrite)
         else:
-            from dxrf.io.files import check_destination
-
             check_destination(loc.path, kind=kind, overwrite=overwrite)
         return loc.url
     with object_errors(loc):

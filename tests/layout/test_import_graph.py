@@ -30,7 +30,7 @@ LAYERS = {
     "learners": 8,
     "persist": 9,
     "datasets": 9,
-    "cli": 10,
+    "cli": 12,  # the command line: an application of the public API, above dxrf/__init__.py
 }
 TOP = 11  # dxrf/__init__.py: the public names
 
