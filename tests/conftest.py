@@ -69,3 +69,35 @@ def make_cluster() -> Iterator[Callable[..., LocalCluster]]:
     yield make
     for cluster in reversed(opened):
         cluster.close()
+
+
+# -- markers and the time of each test package ----------------------------------------------
+
+_CLUSTER_FIXTURES = {"cluster2", "client", "make_cluster"}
+_package_seconds: dict[str, float] = {}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test that runs on a real LocalCluster as ``integration``."""
+    for item in items:
+        if _CLUSTER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.integration)
+
+
+def _package(nodeid: str) -> str:
+    parts = nodeid.split("::")[0].split("/")
+    return parts[1] if len(parts) > 2 and parts[0] == "tests" else "(top)"
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    key = _package(report.nodeid)
+    _package_seconds[key] = _package_seconds.get(key, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Seconds spent per test package (setup, call and teardown), so the suite's cost is visible."""
+    if not _package_seconds:
+        return
+    terminalreporter.write_sep("-", "seconds per test package")
+    for name, seconds in sorted(_package_seconds.items(), key=lambda kv: -kv[1]):
+        terminalreporter.write_line(f"{name:<12} {seconds:8.1f}")
