@@ -272,8 +272,9 @@ def test_run_pass_in_process_and_on_dask_agree(data):
     X, _ = data
     spec = Pass(block=_sum_block, merge=lambda *p: sum(p))
     want = X.sum() + 2.0 * N
-    assert run_pass(spec, X, (), (2.0,)) == pytest.approx(want)
-    assert run_pass(spec, da.from_array(X, chunks=333), (), (2.0,)) == pytest.approx(want)
+    opts = dxrf.get_options()
+    assert run_pass(spec, X, (), (2.0,), options=opts) == pytest.approx(want)
+    assert run_pass(spec, da.from_array(X, chunks=333), (), (2.0,), options=opts) == pytest.approx(want)
 
 
 def test_bench_multimap_smoke(tmp_path):
