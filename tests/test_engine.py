@@ -67,7 +67,7 @@ def test_many_maps_in_one_read_equal_single_map_passes(data, zarr_paths, dtype, 
     # small tiles of different sizes per map: many tiles cut by chunk boundaries, fix-ups per grid
     with dxrf.options(tile_bytes=250 * 90 * np.dtype(dtype).itemsize, min_tile_rows=16):
         singles = [accumulate(X, y, m, split=0.25) for m in maps]
-        assert len({dxrf.stats.tiles.default_tile_rows(m.kernel_) for m in maps}) > 1
+        assert len({dxrf.stats.tiles.default_tile_rows(m.kernel_, dxrf.get_options()) for m in maps}) > 1
         for cluster in (cluster2, make_cluster(1)):
             with Client(cluster):
                 for path in paths.values():
@@ -272,8 +272,9 @@ def test_run_pass_in_process_and_on_dask_agree(data):
     X, _ = data
     spec = Pass(block=_sum_block, merge=lambda *p: sum(p))
     want = X.sum() + 2.0 * N
-    assert run_pass(spec, X, (), (2.0,)) == pytest.approx(want)
-    assert run_pass(spec, da.from_array(X, chunks=333), (), (2.0,)) == pytest.approx(want)
+    opts = dxrf.get_options()
+    assert run_pass(spec, X, (), (2.0,), options=opts) == pytest.approx(want)
+    assert run_pass(spec, da.from_array(X, chunks=333), (), (2.0,), options=opts) == pytest.approx(want)
 
 
 def test_bench_multimap_smoke(tmp_path):

@@ -134,7 +134,7 @@ def test_logistic_kernel_is_a_weighted_sum_of_rows(data):
     point = rng.normal(size=(kernel.n_components + 1, 1)) * 0.1
     idx = np.arange(1)
     spec = _make_spec(kernel, idx, point, grad=idx, hess=idx)
-    out = _finalize(_block_sums(X, T, kernel, spec, _tile_rows(kernel), weights=w.astype(float)), kernel)
+    out = _finalize(_block_sums(X, T, kernel, spec, _tile_rows(kernel, dxrf.get_options()), weights=w.astype(float)), kernel)
     Z1 = np.column_stack([kernel(X), np.ones(len(X))])
     f = Z1 @ point[:, 0]
     t = T[:, 0]

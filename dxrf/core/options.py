@@ -13,7 +13,7 @@ from typing import Any
 
 from dxrf.core.validation import check_int, check_progress
 
-__all__ = ["Options", "get_options", "options"]
+__all__ = ["Options", "get_options", "options", "resolve_options", "set_options"]
 
 
 @dataclasses.dataclass
@@ -77,6 +77,22 @@ class Options:
             _check_tile_bounds(bounds["min_tile_rows"], bounds["max_tile_rows"])
         object.__setattr__(self, name, value)
 
+    def replace(self, **overrides: Any) -> Options:
+        """A checked copy with ``overrides`` applied; an override of None keeps the current value.
+
+        None means "not given" here, as for the per-call keywords of the
+        public functions (``progress=None`` is the default of ``accumulate``),
+        so an option cannot be reset to None this way: use :func:`options`.
+
+        Raises
+        ------
+        ValueError
+            An unknown option, or values that fail the checks of :func:`options`.
+        TypeError
+            A value of the wrong type.
+        """
+        return _changed(self, {k: v for k, v in overrides.items() if v is not None})
+
 
 def _option_int(name: str, low: int, allow_none: bool = False) -> Any:
     def check(value: object) -> int | None:
@@ -122,6 +138,34 @@ _OPTIONS = Options()
 def get_options() -> Options:
     """Return the current options (a live object; use :func:`options` to change)."""
     return _OPTIONS
+
+
+def resolve_options(options: Options | None = None, **overrides: Any) -> Options:
+    """The options of one call of a public function, resolved once at its top.
+
+    Internal functions take the result as an explicit argument and never read
+    the global options, so a pass runs with the options its caller resolved,
+    whatever happens to the global ones meanwhile.
+
+    Parameters
+    ----------
+    options : Options, optional
+        Options resolved by a caller (an estimator's ``fit`` handing them to
+        ``accumulate``); default: :func:`get_options`, the global options with
+        any :func:`options` context active now.
+    **overrides
+        The call's keywords that are options (``progress=``,
+        ``split_every=`` ...); None keeps the resolved value.
+
+    Returns
+    -------
+    Options
+        A new object: later changes of the global options do not reach it.
+    """
+    base = get_options() if options is None else options
+    if not isinstance(base, Options):
+        raise TypeError(f"options must be a dxrf Options object or None, got {type(base).__name__}")
+    return base.replace(**overrides)
 
 
 @contextlib.contextmanager

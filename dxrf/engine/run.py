@@ -22,7 +22,7 @@ import numpy as np
 from dxrf.core.blas import blas_limit
 from dxrf.core.memory import check_pass, format_bytes
 from dxrf.core.validation import check_pass_options
-from dxrf.core.options import get_options
+from dxrf.core.options import Options
 from dxrf.core.progress import compute
 from dxrf.engine.blocks import Rows, aligned_blocks, cut_tiles, in_process_starts, lcm_rows, row_starts
 from dxrf.engine.lanes import lanes as chunk_lanes
@@ -185,7 +185,7 @@ def run_pass(
     columns: Sequence[object] = (),
     shared: Sequence[object] = (),
     *,
-    progress: bool | None = None,
+    options: Options,
     split_every: int | None = None,
     lanes: int | None = None,
     pool: LocalPool | None = None,
@@ -205,11 +205,15 @@ def run_pass(
         Read-only arguments of every block (kernels, coefficients). On Dask
         they are shipped once per pass (:func:`~dxrf.engine.ship.ship`); give
         already shipped handles to reuse them across passes.
-    progress : bool, optional
-        Show a progress bar (default from :func:`dxrf.get_options`).
+    options : Options
+        The options resolved by the public function this pass serves
+        (:func:`dxrf.core.options.resolve_options`): ``blas_threads`` of each
+        task, ``split_every`` (the cap on the fan-in) and ``progress``. The
+        global options are never read here.
     split_every : int, optional
-        Fan-in of the tree reduction (default: the largest up to the option's
-        ``split_every`` whose group of partials fits the memory cap).
+        Fan-in of this pass's tree reduction, as given (default: the largest
+        up to ``options.split_every`` whose group of partials fits the memory
+        cap).
     lanes : int, optional
         Number of lanes of a chained pass (default: by placement).
     pool : LocalPool, optional
@@ -217,8 +221,10 @@ def run_pass(
     names : sequence of str, optional
         Names of the columns, for error messages.
     """
-    split_every, lanes, progress, _ = check_pass_options(split_every=split_every, lanes=lanes, progress=progress)
-    opts = get_options()
+    split_every, lanes, _, _ = check_pass_options(split_every=split_every, lanes=lanes)
+    if not isinstance(options, Options):
+        raise TypeError(f"options must be a dxrf Options object, got {type(options).__name__}")
+    opts = options
     shared = tuple(shared)
     names = list(names) if names is not None else [f"column {i}" for i in range(len(columns))]
     if not isinstance(X, da.Array):
@@ -256,5 +262,4 @@ def run_pass(
                 parts.append(fixup(spec, opts.blas_threads, (g, t), shipped, *[fragments[i] for i in owners]))
     fan = split_every or capped_fan_in(spec.partial_bytes, opts.split_every)
     result = dask.delayed(_call_finish, pure=False)(spec, tree_reduce(parts, spec.merge, fan), *shipped)
-    show = opts.progress if progress is None else progress
-    return compute(result, progress=show)
+    return compute(result, progress=opts.progress)

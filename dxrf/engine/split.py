@@ -10,6 +10,7 @@ import dask.array as da
 import numpy as np
 
 from dxrf.core.device import to_host
+from dxrf.core.options import Options
 from dxrf.engine.run import Pass, run_pass
 
 __all__ = ["hashed_split", "hashed_folds", "block_groups", "fold_labels", "group_rows", "row_uniforms"]
@@ -100,7 +101,7 @@ def _range_merge(*parts):
     return (min(p[0] for p in parts), max(p[1] for p in parts)) if parts else None
 
 
-def fold_labels(labels: object, n_rows: int, *, local: bool) -> tuple[np.ndarray | da.Array, int]:
+def fold_labels(labels: object, n_rows: int, *, local: bool, options: Options) -> tuple[np.ndarray | da.Array, int]:
     """Check per-row fold labels; return them (NumPy when ``local``) and the number of folds ``k``.
 
     ``labels`` is an integer array of shape ``(n_rows,)`` (NumPy or dask)
@@ -109,7 +110,8 @@ def fold_labels(labels: object, n_rows: int, *, local: bool) -> tuple[np.ndarray
     small hashed fold can); callers that need rows in every fold check the
     result. ``local`` (NumPy X) brings dask labels to the host; otherwise
     dask labels are checked by one pass of the engine over them (their
-    smallest and largest label), not over X.
+    smallest and largest label), not over X, run with ``options`` (those of
+    the pass the labels serve).
 
     Raises
     ------
@@ -126,7 +128,7 @@ def fold_labels(labels: object, n_rows: int, *, local: bool) -> tuple[np.ndarray
     if local and isinstance(labels, da.Array):
         labels = labels.compute()
     if isinstance(labels, da.Array):
-        low, high = run_pass(Pass(block=_label_range, merge=_range_merge), labels.reshape(-1, 1))
+        low, high = run_pass(Pass(block=_label_range, merge=_range_merge), labels.reshape(-1, 1), options=options)
     else:
         labels = np.asarray(labels)
         low, high = int(labels.min()), int(labels.max())

@@ -16,6 +16,7 @@ from dxrf.core.validation import (
     is_dask,
     make_rng,
 )
+from dxrf.core.options import Options, resolve_options
 from dxrf.engine import run_pass
 from dxrf.features import exact
 from dxrf.features.kernel import FeatureKernel
@@ -88,16 +89,19 @@ def race_seed(rng: np.random.Generator) -> int:
     return int(rng.integers(2**63))
 
 
-def uniform_landmarks(X: np.ndarray | da.Array, size: int, random_state: object) -> tuple[np.ndarray, np.ndarray]:
+def uniform_landmarks(
+    X: np.ndarray | da.Array, size: int, random_state: object, options: Options | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """``size`` uniform rows of X in one race pass, ordered by their keys: ``(row indices, rows as float64)``.
 
     The race of ``NystroemFeatures(size, random_state=random_state)`` with
     a numeric bandwidth, so the first ``m`` rows are the ones
     ``NystroemFeatures(m, random_state=random_state)`` draws (in its order
-    of row indices): a nested uniform sample for every ``m``.
+    of row indices): a nested uniform sample for every ``m``. ``options``:
+    those of the pass (default: :func:`dxrf.get_options` at this call).
     """
     cfg = RaceConfig(size, race_seed(make_rng(random_state)), int(X.shape[1]), order="key")
-    rows, L, _ = run_pass(race_pass(cfg), X, (), (cfg,))
+    rows, L, _ = run_pass(race_pass(cfg), X, (), (cfg,), options=resolve_options(options))
     return rows, L
 
 
@@ -264,6 +268,7 @@ class NystroemFeatures(KernelTransformer):
             # K_LL, its eigenvectors and the whitening: a few M x M float64 arrays, refused before any pass
             check_allocation(4 * 8 * m * m, f"n_components={m} landmarks (M x M kernel matrices)",
                              "use fewer landmarks (n_components)")
+        opts = resolve_options()  # once per fit: both passes get them explicitly
         rng = make_rng(self.random_state)
         metric = "cityblock" if self.kernel == "laplacian" else "euclidean"
         bandwidth = _resolve_bandwidth(self.bandwidth, X, rng, self.median_samples, metric)
@@ -274,9 +279,9 @@ class NystroemFeatures(KernelTransformer):
         else:
             cfg = RaceConfig(m, race_seed(rng), d)
             if self.landmarks == "leverage":
-                cfg.kernel, cfg.T = self._leverage_weights(X, rng, bandwidth)
+                cfg.kernel, cfg.T = self._leverage_weights(X, rng, bandwidth, opts)
                 passes += 1
-            rows, L, _ = run_pass(race_pass(cfg), X, (), (cfg,))
+            rows, L, _ = run_pass(race_pass(cfg), X, (), (cfg,), options=opts)
             passes += 1
         return self._set_landmarks(L, rows, bandwidth, passes)
 
@@ -293,7 +298,7 @@ class NystroemFeatures(KernelTransformer):
         return self
 
     def _leverage_weights(
-        self, X: np.ndarray | da.Array, rng: np.random.Generator, bandwidth: float
+        self, X: np.ndarray | da.Array, rng: np.random.Generator, bandwidth: float, opts: Options
     ) -> tuple[FeatureKernel, np.ndarray]:
         """Pass 1 of leverage landmarks: random Fourier features' Gram, and the transform of their scores."""
         from dxrf.stats.feature_stats import accumulate
@@ -303,7 +308,7 @@ class NystroemFeatures(KernelTransformer):
             self.leverage_components, kernel=self.kernel, bandwidth=bandwidth, dtype="float32",
             random_state=int(rng.integers(2**63)),
         ).fit(X[:1])
-        stats = accumulate(X, features=rff.kernel_)
+        stats = accumulate(X, features=rff.kernel_, options=opts)
         return rff.kernel_, leverage_transform(stats.gram, stats.n, float(self.leverage_lam))
 
     @property

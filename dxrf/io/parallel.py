@@ -39,6 +39,7 @@ import pandas as pd
 import zarr
 
 from dxrf.core.memory import worker_memory_limit
+from dxrf.core.options import Options
 from dxrf.io.storage import zarr_target
 from dxrf.io.readers.pieces import (
     NotSplittable,
@@ -96,17 +97,16 @@ def _workers_see(client: Any, path: Path) -> bool:
     return mine is not None and all(v == mine for v in client.run(_fingerprint, str(path)).values())
 
 
-def _piece_bytes(client: Any, total: int) -> int:
+def _piece_bytes(client: Any, total: int, options: Options) -> int:
     """Bytes per piece: about eight pieces per worker thread, each under 1/16 of a worker's memory.
 
     A task streams its piece one read chunk at a time, so the piece size sets
     the balance between workers, not a task's memory: a piece's write runs
     where it was scanned (its parsed frames are there), so the last write of
     a worker with one piece more than the others is the pass's tail.
+    ``options.ingest_piece_bytes``, when set, is the size instead.
     """
-    from dxrf.core.options import get_options
-
-    fixed = get_options().ingest_piece_bytes
+    fixed = options.ingest_piece_bytes
     if fixed is not None:
         return fixed
     threads = sum(client.nthreads().values()) or 1
@@ -355,8 +355,12 @@ def ingest_table_parallel(
     read_kw: Mapping[str, Any] | None,
     progress: bool | Callable[[str, int], Any],
     attrs: dict[str, Any],
+    options: Options,
 ) -> dict[str, Any] | None:
     """Ingest a CSV or Parquet table on the workers into ``tmp``; None where it must run serially.
+
+    ``options`` are the runtime options :func:`dxrf.ingest` resolved (sizes of
+    pieces and of the workers' cache of parsed pieces).
 
     None is returned before anything is written: the workers cannot read the
     file, or its lines are not its records (CSV).
@@ -380,13 +384,13 @@ def ingest_table_parallel(
                 return None
             chunks = iter_csv_chunks(path, header=header, chunk_rows=chunk_rows, n_rows=n_rows,
                                      copy_to=None if data == path else data)
-            pieces = group_pieces(chunks, _piece_bytes(client, source_bytes(path)))
+            pieces = group_pieces(chunks, _piece_bytes(client, source_bytes(path), options))
             frames_of = functools.partial(_csv_frames_of, str(data), chunk_rows, tuple(columns), kw)
         else:
             data = path
             total_bytes = path.stat().st_size
             per_row = total_bytes / max(1, _parquet_rows(path))
-            piece_rows = int(_piece_bytes(client, total_bytes) / max(per_row, 1e-9))
+            piece_rows = int(_piece_bytes(client, total_bytes, options) / max(per_row, 1e-9))
             pieces = parquet_pieces(path, chunk_rows=chunk_rows, n_rows=n_rows, piece_rows=piece_rows)
             if not pieces:
                 return None
@@ -394,7 +398,8 @@ def ingest_table_parallel(
             if not _workers_see(client, data):
                 return None
         try:
-            return _run(client, pieces, frames_of, tmp, opts, chunk_rows=chunk_rows, progress=progress, attrs=attrs)
+            return _run(client, pieces, frames_of, tmp, opts, chunk_rows=chunk_rows, progress=progress, attrs=attrs,
+                        options=options)
         except NotSplittable:
             return None
 
@@ -415,10 +420,9 @@ def _parquet_rows(path: Path) -> int:
 
 
 def _run(client: Any, pieces: Iterable[Piece], frames_of: Callable[[Piece], Frames], tmp: Any, opts: _TableOptions, *,
-         chunk_rows: int, progress: bool | Callable[[str, int], Any], attrs: dict[str, Any]) -> dict[str, Any]:
-    from dxrf.core.options import get_options
-
-    run = _Run(uuid.uuid4().hex, get_options().ingest_cache_bytes)
+         chunk_rows: int, progress: bool | Callable[[str, int], Any], attrs: dict[str, Any],
+         options: Options) -> dict[str, Any]:
+    run = _Run(uuid.uuid4().hex, options.ingest_cache_bytes)
     try:
         return _run_cached(client, pieces, frames_of, tmp, opts, run, chunk_rows=chunk_rows, progress=progress,
                            attrs=attrs)

@@ -16,6 +16,7 @@ import pandas as pd
 
 from dxrf.io.storage import atomic_group, is_url, local_copy, resolve
 from dxrf.core.validation import check_int
+from dxrf.core.options import resolve_options
 from dxrf.core.progress import active_client
 from dxrf.io.arrays import _ingest_arrays
 from dxrf.io.checks import (
@@ -301,6 +302,7 @@ def ingest(
     if like_info is not None:
         attrs["encoded_like"] = like_info["path"]
     final = resolve(dest, storage_options, what="dest").url
+    runtime = resolve_options()  # the ingest's runtime options, read once: the parallel path gets them explicitly
     with atomic_group(dest, overwrite, kind="data", storage_options=storage_options) as tmp, source_errors(path, fmt):
         if fmt in ("csv", "parquet"):
             opts = _TableOptions(
@@ -350,7 +352,8 @@ def ingest(
             client = _parallel_client(parallel, path, fmt, kw if fmt == "csv" else {}, skiprows)
             if client is not None:
                 out = ingest_table_parallel(client, path, fmt, tmp, opts, chunk_rows=chunk_rows, n_rows=n_rows,
-                                            read_kw=kw if fmt == "csv" else None, progress=progress, attrs=attrs)
+                                            read_kw=kw if fmt == "csv" else None, progress=progress, attrs=attrs,
+                                            options=runtime)
             if out is None:
                 out = _ingest_table(frames, tmp, opts, chunk_rows=chunk_rows, progress=progress, attrs=attrs)
         else:

@@ -73,7 +73,7 @@ from dxrf.core.validation import (
     is_integer,
     make_rng,
 )
-from dxrf.core.options import get_options
+from dxrf.core.options import Options, resolve_options
 from dxrf.stats.feature_stats import hashed_split
 from dxrf.core.target_scale import scale_of
 from dxrf.core.weights import check_class_weight, check_sample_weight, combined_weight
@@ -210,9 +210,8 @@ class _BaseSGD(RandomFeatureModel):
             self.n_passes_ += 1
         return 1.0 / (r2 + float(self.fit_intercept)) if r2 + self.fit_intercept > 0 else 1.0
 
-    def _config(self, X: Any, shuffle_seed: int, fraction: float | None) -> _Config:
-        """The constants of the SGD passes over ``X`` with the fitted ``kernel_`` and ``step_size_``."""
-        opts = get_options()
+    def _config(self, X: Any, shuffle_seed: int, fraction: float | None, opts: Options) -> _Config:
+        """The constants of the SGD passes over ``X`` with the fitted ``kernel_`` and ``step_size_`` (under ``opts``)."""
         b = int(self.batch_size)
         m = self.kernel_.n_components
         tile_rows = max(opts.min_tile_rows, opts.tile_bytes // (m * self.kernel_.dtype.itemsize))
@@ -226,7 +225,7 @@ class _BaseSGD(RandomFeatureModel):
             seed=shuffle_seed,
             fraction=fraction,
             tile_rows=tile_rows,
-            blas_threads=get_options().blas_threads if is_dask(X) else None,
+            blas_threads=opts.blas_threads if is_dask(X) else None,
         )
 
     def _partial_sgd(self, X: Any, Y: Any, first: bool, weights: Any = None) -> None:
@@ -249,8 +248,9 @@ class _BaseSGD(RandomFeatureModel):
         shuffle_seed = self._shuffle_seed()
         if first:
             self.step_size_ = self._resolve_step(X, np.random.default_rng([shuffle_seed, 1]))
-        cfg = self._config(X, shuffle_seed, None)
-        runner = _Runner(_Data(X, Y, None, None, weights), self.kernel_, cfg, False)
+        opts = resolve_options()  # once per call: the passes below get them explicitly
+        cfg = self._config(X, shuffle_seed, None, opts)
+        runner = _Runner(_Data(X, Y, None, None, weights), self.kernel_, cfg, False, opts)
         if first:
             intercept = np.zeros(k)
             if self.fit_intercept and self.loss == "squared":
@@ -302,10 +302,11 @@ class _BaseSGD(RandomFeatureModel):
         kernel = self.kernel_
         m = kernel.n_components
         self.step_size_ = self._resolve_step(X, np.random.default_rng([shuffle_seed, 1]))
-        cfg = self._config(X, shuffle_seed, fraction)
+        opts = resolve_options()  # once per fit: the SGD passes get them explicitly
+        cfg = self._config(X, shuffle_seed, fraction, opts)
         data = _Data(X, Y, mask, fraction, weights)
         has_val = validation is not None
-        runner = _Runner(data, kernel, cfg, has_val)
+        runner = _Runner(data, kernel, cfg, has_val, opts)
 
         intercept = np.zeros(k)
         if self.fit_intercept and self.loss == "squared":

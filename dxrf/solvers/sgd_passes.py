@@ -25,6 +25,7 @@ from dxrf.core.validation import (
     is_dask,
 )
 from dxrf.features.kernel import FeatureKernel
+from dxrf.core.options import Options
 from dxrf.core.progress import active_client
 from dxrf.engine import Pass, Rows, aligned_blocks, row_starts, run_pass, ship
 from dxrf.stats.feature_stats import hashed_split
@@ -332,8 +333,9 @@ class _Data:
 class _Runner:
     """Executes the passes of one fit and counts them."""
 
-    def __init__(self, data: _Data, kernel: FeatureKernel, cfg: _Config, has_validation: bool) -> None:
+    def __init__(self, data: _Data, kernel: FeatureKernel, cfg: _Config, has_validation: bool, options: Options) -> None:
         self.data = data
+        self.options = options  # resolved once by the fit: its engine passes run with these
         self.kernel = kernel
         self.cfg = cfg
         self.has_validation = has_validation
@@ -360,7 +362,7 @@ class _Runner:
         if not d.lazy:
             return _ysum_chunk(d.Y, self._local_mask(), 0, self.cfg, d.W)
         # a read of y only: y's blocks, aligned with X's chunks, are the rows of this pass
-        return run_pass(_SUM_PASS["mean"], d.Y_d, (d.mask_d, d.W_d), (self.cfg,))
+        return run_pass(_SUM_PASS["mean"], d.Y_d, (d.mask_d, d.W_d), (self.cfg,), options=self.options)
 
     def _share(self, state: _State) -> Any:
         # The state (O(M k) numbers) travels inside the graph: data scattered by the
@@ -417,7 +419,8 @@ class _Runner:
         d = self.data
         start_d = self._share(state)
         coef_w, icpt_w, w, n_iter, loss_sum, loss_count, val_sum, val_count = run_pass(
-            _SUM_PASS["average"], d.X_d, (d.Y_d, d.mask_d, d.W_d), (start_d, self.has_validation, self.kernel_d, epoch, self.cfg)
+            _SUM_PASS["average"], d.X_d, (d.Y_d, d.mask_d, d.W_d), (start_d, self.has_validation, self.kernel_d, epoch, self.cfg),
+            options=self.options,
         )
         out = state.copy() if w == 0 else _State(coef_w / w, icpt_w / w)
         out.n_iter = state.n_iter + n_iter
@@ -431,6 +434,7 @@ class _Runner:
             mask = self._local_mask()
             return _loss_sum(state, d.X[mask], d.Y[mask], self.kernel, self.cfg, None if d.W is None else d.W[mask])
         start_d = self._share(state)
-        return run_pass(_SUM_PASS["evaluate"], d.X_d, (d.Y_d, d.mask_d, d.W_d), (start_d, self.kernel_d, self.cfg))
+        return run_pass(_SUM_PASS["evaluate"], d.X_d, (d.Y_d, d.mask_d, d.W_d), (start_d, self.kernel_d, self.cfg),
+                        options=self.options)
 
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from dxrf.core.blas import blas_limit
 from dxrf.core.memory import check_pass, local_threads
+from dxrf.core.options import Options, resolve_options
 from dxrf.core.validation import (
     check_dask_matrix,
     check_fraction,
@@ -264,6 +265,7 @@ def block_stats(
     row_offset: int = 0,
     sample_weight: np.ndarray | None = None,
     total_rows: int | None = None,
+    options: Options | None = None,
 ) -> FeatureStats | tuple[FeatureStats, FeatureStats]:
     """Statistics of one block of rows: a pure function on NumPy arrays.
 
@@ -282,7 +284,7 @@ def block_stats(
     mask : bool ndarray of shape (n,), optional
         Marks validation rows; then a pair ``(train, validation)`` is returned.
     tile_rows : int, optional
-        Rows per tile ``T``; by default from :func:`dxrf.get_options`.
+        Rows per tile ``T``; by default from ``options``.
     blas_threads : int, optional
         Limit BLAS threads for this call (``None`` leaves them alone).
     row_offset : int
@@ -293,6 +295,9 @@ def block_stats(
         Rows of the whole pass this block belongs to (default: the block's):
         they decide whether float32 features' products are accumulated in
         float64 (:func:`dxrf.stats.tiles.wide_products`), as in :func:`accumulate`.
+    options : Options, optional
+        Options giving the default ``tile_rows`` (default: those of
+        :func:`dxrf.get_options` at this call).
 
     Returns
     -------
@@ -309,7 +314,7 @@ def block_stats(
         if mask.shape[0] != X.shape[0]:
             raise ValueError(f"split mask has {mask.shape[0]} rows; X block has {X.shape[0]}")
     w = check_sample_weight(sample_weight, X.shape[0])
-    tile_rows = tile_rows or default_tile_rows(kernel)
+    tile_rows = tile_rows or default_tile_rows(kernel, resolve_options(options))
     limiter = blas_limit(blas_threads)
     with limiter:
         worker = TileWorker(kernel, tile_rows, None if Y is None else Y.shape[1], 1 if mask is None else 2,
@@ -343,19 +348,22 @@ def resolve_kernel(features: object, X: np.ndarray | da.Array | None = None) -> 
 
 
 
-def check_split(split: object, folds: object, X: object) -> tuple[float | None, object, int | None, int]:
+def check_split(
+    split: object, folds: object, X: object, options: Options
+) -> tuple[float | None, object, int | None, int]:
     """The row groups of a pass over the (checked) ``X``: ``(fraction, column, hashed_folds, groups)``.
 
     From ``split`` (a fraction in (0, 1) or a boolean mask) or ``folds`` (an
     integer k, or per-row fold labels: :func:`dxrf.engine.fold_labels`):
     ``column`` is the per-row mask or labels (NumPy when X is), and
-    ``groups`` the number of row groups the pass sums apart.
+    ``groups`` the number of row groups the pass sums apart. ``options``
+    are the pass's (dask fold labels cost one small pass of their own).
     """
     if folds is not None and split is not None:
         raise ValueError("give either split (a hold-out) or folds (k-fold), not both")
     n = int(X.shape[0])
     if hasattr(folds, "shape"):
-        labels, k = fold_labels(folds, n, local=not is_dask(X))
+        labels, k = fold_labels(folds, n, local=not is_dask(X), options=options)
         return None, labels, None, k
     folds = check_int(folds, "folds", low=2, allow_none=True,
                       what="an integer of at least 2 or an integer array of per-row fold labels")
@@ -389,6 +397,7 @@ def accumulate(
     split_every: int | None = None,
     lanes: int | None = None,
     sample_weight: np.ndarray | da.Array | None = None,
+    options: Options | None = None,
 ) -> FeatureStats | tuple[FeatureStats, ...] | list:
     """One pass over ``X`` accumulating the statistics of the features ``z(X)``.
 
@@ -449,7 +458,7 @@ def accumulate(
         for each map).
     split_every : int, optional
         Fan-in of the tree reduction. By default the largest fan-in up to
-        ``get_options().split_every`` whose partials fit in 32 MiB (a partial
+        ``options.split_every`` whose partials fit in 32 MiB (a partial
         holds about ``8 M^2`` bytes per group of rows and map: compensated
         float64 sums of the Gram's upper triangle).
     lanes : int, optional
@@ -466,6 +475,11 @@ def accumulate(
         equals repeating the row (DESIGN section 2). Splits, folds and
         subsamples still hash row indices. Weights of ones give the
         unweighted statistics bitwise (with ``n`` a float).
+    options : Options, optional
+        Runtime options of this pass, resolved by a caller (an estimator's
+        ``fit``); default: :func:`dxrf.get_options` at this call. ``progress``
+        and ``split_every`` given here override them for this call (as the
+        option, ``split_every`` caps the fan-in; given here, it is the fan-in).
 
     Returns
     -------
@@ -485,6 +499,8 @@ def accumulate(
     split_every, lanes, progress, tile_rows = check_pass_options(
         split_every=split_every, lanes=lanes, progress=progress, tile_rows=tile_rows
     )
+    # the one place this pass reads the global options: everything below gets `opts`
+    opts = resolve_options(options, progress=progress)
     split_seed = check_seed(split_seed, "split_seed")
     check_not_sparse(X)
     check_not_sparse(y, "y")
@@ -519,9 +535,9 @@ def accumulate(
                 raise ValueError(f"y has {y.shape[0] if y.ndim else 0} rows but X has {n}")
     else:
         X = check_dask_matrix(X, n_features=kernels[0].n_features_in)
-    fraction, column, folds, groups = check_split(split, folds, X)
+    fraction, column, folds, groups = check_split(split, folds, X, opts)
     weight = check_sample_weight(sample_weight, int(X.shape[0]))
-    tiles = [tile_rows or default_tile_rows(k) for k in kernels]
+    tiles = [tile_rows or default_tile_rows(k, opts) for k in kernels]
     cfg = StatsConfig(kernels, tiles, fraction, split_seed, groups, folds, sample, weighted=weight is not None,
                       n_rows=int(X.shape[0]))
     # the client receives a dense M x M Gram per map and group: refused before the pass
@@ -534,7 +550,7 @@ def accumulate(
         concurrency=local_threads(X),
     )
     out = run_pass(
-        stats_pass(cfg), X, (y, column, weight), (cfg,), progress=progress, split_every=split_every, lanes=lanes,
+        stats_pass(cfg), X, (y, column, weight), (cfg,), options=opts, split_every=split_every, lanes=lanes,
         names=("y", "split" if split is not None else "folds", "sample_weight"),
     )
     return out if many else out[0]

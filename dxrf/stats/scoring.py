@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from dxrf.core.options import Options, resolve_options
 from dxrf.core.validation import check_choice, check_dask_matrix, check_not_sparse, check_pass_options, check_seed, check_subset, is_dask
 from dxrf.core.weights import check_sample_weight
 from dxrf.stats.compensated import compensated_add
@@ -300,6 +301,7 @@ def score_models(
     folds: int | None = None,
     progress: bool | None = None,
     sample_weight: object = None,
+    options: Options | None = None,
 ) -> list:
     """Score many stacks of linear models on the rows of ``X`` in one pass.
 
@@ -326,6 +328,9 @@ def score_models(
     sample_weight : array of shape (N,), optional
         Row weights (NumPy or dask): every score is then a weighted mean,
         ``sum_n w_n e_n / sum_n w_n`` (MSE, 0-1 error, log-loss).
+    options : Options, optional
+        Runtime options of the pass (default: :func:`dxrf.get_options` at
+        this call); ``progress`` given here overrides theirs.
 
     Returns
     -------
@@ -334,6 +339,7 @@ def score_models(
     one per fold, empty folds scoring NaN with ``n = 0``).
     """
     _, _, progress, _ = check_pass_options(progress=progress)
+    opts = resolve_options(options, progress=progress)  # read once: the pass below gets them explicitly
     split_seed = check_seed(split_seed, "split_seed")
     check_not_sparse(X)
     check_not_sparse(y, "y")
@@ -355,14 +361,14 @@ def score_models(
         y = np.asarray(y)
         if y.ndim == 0 or y.shape[0] != X.shape[0]:
             raise ValueError(f"y has {y.shape[0] if y.ndim else 0} rows but X has {X.shape[0]}")
-    fraction, column, folds, parts = check_split(split, folds, X)
+    fraction, column, folds, parts = check_split(split, folds, X, opts)
     weight = check_sample_weight(sample_weight, int(X.shape[0]))
     cfg = _ScoreConfig(groups, _TILE_ROWS, fraction, split_seed, parts, folds, weighted=weight is not None)
     spec = Pass(
         block=_score_block, merge=_score_merge, finish=_score_finish, fixup=_score_fixup,
         tile_grids=(cfg.tile_rows,), partial_bytes=2 * 8 * parts * cfg.width,
     )
-    out = run_pass(spec, X, (y, column, weight), (cfg,), progress=progress,
+    out = run_pass(spec, X, (y, column, weight), (cfg,), options=opts,
                    names=("y", "split" if split is not None else "folds", "sample_weight"))
     if split is None and parts > 1:  # folds: one list per fold
         return out

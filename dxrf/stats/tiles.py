@@ -18,7 +18,7 @@ from dxrf.core.device import array_module, kernel_on, to_host
 from dxrf.stats.compensated import CompensatedSums, packed_size
 from dxrf.engine import Pass, Rows, block_groups, check_block, check_columns, group_rows
 from dxrf.features.kernel import FeatureKernel
-from dxrf.core.options import get_options
+from dxrf.core.options import Options
 
 __all__ = [
     "TileWorker", "StatsConfig", "stats_pass", "default_tile_rows", "check_stats_block", "check_weight_block",
@@ -176,8 +176,9 @@ class TileWorker:
 _ROUND_TILES = (10_000, 5_000, 2_500, 2_000, 1_250, 1_000, 500, 250)
 
 
-def default_tile_rows(kernel: FeatureKernel) -> int:
-    opts = get_options()
+def default_tile_rows(kernel: FeatureKernel, options: Options) -> int:
+    """Rows per tile of ``kernel``'s features from ``options``' ``tile_bytes`` and bounds (a round size if one fits)."""
+    opts = options
     rows = opts.tile_bytes // (kernel.n_base * kernel.dtype.itemsize)
     rows = int(min(opts.max_tile_rows, max(opts.min_tile_rows, rows)))
     return next((t for t in _ROUND_TILES if opts.min_tile_rows <= t <= rows), rows)

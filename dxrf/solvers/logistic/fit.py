@@ -13,7 +13,7 @@ from sklearn.exceptions import ConvergenceWarning
 from dxrf.core.validation import check_dask_matrix, check_int, check_nonnegative, is_dask
 from dxrf.core.weights import check_sample_weight
 from dxrf.features.kernel import FeatureKernel
-from dxrf.core.options import get_options
+from dxrf.core.options import Options, resolve_options
 from dxrf.stats.feature_stats import resolve_kernel
 from dxrf.stats.tiles import wide_products
 from dxrf.solvers.logistic.batching import _drive
@@ -178,6 +178,7 @@ def fit_logistic(
     progress: bool | None = False,
     hessian_rows: int | str | None = "auto",
     sample_weight: np.ndarray | da.Array | None = None,
+    options: Options | None = None,
 ) -> LogisticResult:
     """L2-penalised logistic regression on the features ``z(X)``, binary or one-vs-rest.
 
@@ -215,7 +216,7 @@ def fit_logistic(
     intercept_init : float or ndarray of shape (K,), optional
     progress : bool or None
         Show a progress bar on every pass over dask input (None: the
-        ``progress`` option of :func:`dxrf.get_options`).
+        ``progress`` of ``options``).
     hessian_rows : "auto", int or None
         Rows sampled for each Hessian of the "newton" solver (gradients and
         losses always use every row). A Hessian costs ``N M^2`` flops, against
@@ -234,6 +235,10 @@ def fit_logistic(
         Row weights ``w_n >= 0``: the loss becomes
         ``sum_n w_n log(1 + exp(-T_nk f_nk)) / sum_n w_n`` (an integer weight
         equals repeating the row); every pass weighs its rows' terms.
+    options : Options, optional
+        Runtime options of every pass of the fit, resolved once here
+        (default: :func:`dxrf.get_options` at this call); ``progress``
+        overrides theirs unless None.
 
     Returns
     -------
@@ -266,10 +271,10 @@ def fit_logistic(
     # does): its objective is then as smooth as with float64 features
     wide = wide_products(kernel, n)
     obj = _Objective(total, alpha, m, bool(fit_intercept), np.float64 if precise or wide else kernel.dtype)
-    show = get_options().progress if progress is None else progress
+    opts = resolve_options(options, progress=progress)  # once per fit: its passes get them explicitly
     period = _hessian_period(hessian_rows, n, m, kernel.n_features_in)  # checked for every solver
     period = period if chosen == "newton" else 1
-    runner = _PassRunner(X, T, kernel, show, precise=precise, hess_period=period, weights=weights, wide=wide)
+    runner = _PassRunner(X, T, kernel, opts, precise=precise, hess_period=period, weights=weights, wide=wide)
     make = _SOLVER_FUNCTIONS[chosen]
     try:
         outcomes = _drive({j: make(obj, W0[:, j].copy(), float(tol), int(max_iter)) for j in range(k)}, runner)

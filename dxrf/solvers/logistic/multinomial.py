@@ -18,7 +18,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from dxrf.features.kernel import FeatureKernel
-from dxrf.core.options import get_options
+from dxrf.core.options import Options, resolve_options
 from dxrf.stats.feature_stats import resolve_kernel
 from dxrf.stats.tiles import wide_products
 from dxrf.solvers.logistic.batching import _drive
@@ -78,6 +78,7 @@ def fit_multinomial(
     progress: bool | None = False,
     hessian_rows: int | str | None = "auto",
     sample_weight: np.ndarray | da.Array | None = None,
+    options: Options | None = None,
 ) -> MultinomialResult:
     """L2-penalised multinomial logistic regression on the features ``z(X)``.
 
@@ -105,6 +106,8 @@ def fit_multinomial(
     sample_weight : ndarray or dask array of shape (N,), optional
         Row weights ``w_n >= 0``: the mean loss becomes ``sum_n w_n loss_n /
         sum_n w_n`` (an integer weight equals repeating the row).
+    options : Options, optional
+        As in :func:`~.fit.fit_logistic`.
 
     Returns
     -------
@@ -129,8 +132,8 @@ def fit_multinomial(
     wide = wide_products(kernel, n)  # float64 products of a small fit's float32 features (see fit_logistic)
     obj = _Objective(total, alpha, m * k, bool(fit_intercept), np.float64 if precise or wide else kernel.dtype,
                      intercepts=k)
-    show = get_options().progress if progress is None else progress
-    runner = _PassRunner(X, T, kernel, show, precise=precise, weights=weights, multinomial=True, wide=wide)
+    opts = resolve_options(options, progress=progress)  # once per fit: its passes get them explicitly
+    runner = _PassRunner(X, T, kernel, opts, precise=precise, weights=weights, multinomial=True, wide=wide)
     try:
         outcome = _drive({0: _SOLVER_FUNCTIONS[chosen](obj, np.zeros(obj.size), float(tol), int(max_iter))}, runner)[0]
     finally:

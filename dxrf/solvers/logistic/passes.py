@@ -16,6 +16,7 @@ import numpy as np
 from dxrf.core.validation import is_dask
 from dxrf.engine import LocalPool, Pass, Rows, check_block, run_pass, ship
 from dxrf.features.kernel import FeatureKernel
+from dxrf.core.options import Options
 from dxrf.core.progress import active_client
 from dxrf.solvers.logistic.sums import _block_sums, _Final, _finalize, _Spec, _Sums, _tile_rows
 
@@ -60,7 +61,7 @@ class _PassRunner:
         X: np.ndarray | da.Array,
         T: np.ndarray | da.Array,
         kernel: FeatureKernel,
-        progress: bool | None,
+        options: Options,
         precise: bool = False,
         hess_period: int = 1,
         weights: np.ndarray | da.Array | None = None,
@@ -74,9 +75,9 @@ class _PassRunner:
         self.multinomial = multinomial
         # label columns per solver: one binary problem each, or all K for one softmax
         self.width = int(T.shape[1]) if multinomial else 1
-        self.progress = progress  # None: a bar when stderr is a terminal
+        self.options = options  # resolved once by the fit: every pass of it runs with these
         self.count = 0
-        self.tile_rows = _tile_rows(kernel)
+        self.tile_rows = _tile_rows(kernel, options)
         self.X, self.T, self.W = X, T, weights
         self._pool: LocalPool | None = None
         self._kernel: object = kernel
@@ -124,7 +125,7 @@ class _PassRunner:
             self.X,
             (self.T, self.W),
             (self._kernel, shipped, self.tile_rows, not in_process),
-            progress=self.progress,
+            options=self.options,
             pool=self._pool,
             names=("labels T", "sample_weight"),
         )

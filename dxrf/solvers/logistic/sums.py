@@ -20,7 +20,7 @@ from dxrf.core.buffers import thread_buffer
 from dxrf.core.validation import check_int
 from dxrf.engine import check_block
 from dxrf.features.kernel import FeatureKernel
-from dxrf.core.options import get_options
+from dxrf.core.options import Options, resolve_options
 from dxrf.solvers.logistic.objective import _LINE_STEPS, _check_labels, _softplus
 from dxrf.solvers.logistic.sample import _hessian_runs
 from dxrf.solvers.logistic.softmax import class_index, softmax_rows
@@ -121,9 +121,9 @@ class _Sums(_PassSums):
         )
 
 
-def _tile_rows(kernel: FeatureKernel) -> int:
-    """Default rows per tile: at most :data:`_TILE_ROWS`, within the ``tile_bytes`` option."""
-    opts = get_options()
+def _tile_rows(kernel: FeatureKernel, options: Options) -> int:
+    """Default rows per tile: at most :data:`_TILE_ROWS`, within ``options.tile_bytes``."""
+    opts = options
     by_bytes = max(opts.min_tile_rows, opts.tile_bytes // (kernel.n_components * kernel.dtype.itemsize))
     return min(by_bytes, _TILE_ROWS)
 
@@ -410,9 +410,12 @@ def _as_points(coef: np.ndarray, intercept: object, m: int) -> np.ndarray:
     return np.vstack([coef, b[None, :]])
 
 
-def _one_block(X: np.ndarray, T: np.ndarray, kernel: FeatureKernel, spec: _Spec, tile_rows: int | None, blas_threads: int | None) -> _Final:
-    """The finished sums of one block: the body of the public per-block functions."""
-    rows = check_int(tile_rows, "tile_rows", allow_none=True) or _tile_rows(kernel)
+def _one_block(
+    X: np.ndarray, T: np.ndarray, kernel: FeatureKernel, spec: _Spec, tile_rows: int | None, blas_threads: int | None,
+    options: Options,
+) -> _Final:
+    """The finished sums of one block: the body of the public per-block functions (``options`` resolved by them)."""
+    rows = check_int(tile_rows, "tile_rows", allow_none=True) or _tile_rows(kernel, options)
     with blas_limit(blas_threads):
         return _finalize(_block_sums(X, T, kernel, spec, rows), kernel)
 
@@ -427,6 +430,7 @@ def logistic_block(
     hessian: bool,
     tile_rows: int | None = None,
     blas_threads: int | None = None,
+    options: Options | None = None,
 ) -> LogisticSums:
     """Log-loss, gradient and optionally Hessian sums of one block: a pure NumPy function.
 
@@ -444,9 +448,12 @@ def logistic_block(
     hessian : bool
         Also accumulate the K Hessians (``K (M+1)^2 * 8`` bytes).
     tile_rows : int, optional
-        Rows of features computed at a time (default from :func:`dxrf.get_options`).
+        Rows of features computed at a time (default from ``options``).
     blas_threads : int, optional
         Limit BLAS threads for this call.
+    options : Options, optional
+        Options giving the default ``tile_rows`` (default:
+        :func:`dxrf.get_options` at this call).
 
     Returns
     -------
@@ -461,7 +468,7 @@ def logistic_block(
         raise ValueError(f"T_block has {T.shape[1]} label columns but coef has {k}")
     idx = np.arange(k)
     spec = _make_spec(kernel, idx, points, grad=idx, hess=idx if hessian else idx[:0])
-    out = _one_block(X_block, T, kernel, spec, tile_rows, blas_threads)
+    out = _one_block(X_block, T, kernel, spec, tile_rows, blas_threads, resolve_options(options))
     return LogisticSums(out.loss, out.grad, out.hess if hessian else None, out.n)
 
 
@@ -475,6 +482,7 @@ def logistic_hvp_block(
     *,
     tile_rows: int | None = None,
     blas_threads: int | None = None,
+    options: Options | None = None,
 ) -> np.ndarray:
     """Hessian-vector products of one block: ``sum_n w_n [z_n; 1] ([z_n; 1]^T v_k)`` per class.
 
@@ -504,7 +512,7 @@ def logistic_hvp_block(
         raise ValueError(f"T_block has {T.shape[1]} label columns but coef has {k}")
     idx = np.arange(k)
     spec = _make_spec(kernel, idx, points, grad=idx[:0], hess=idx[:0], hv=idx, vectors=V)
-    out = _one_block(X_block, T, kernel, spec, tile_rows, blas_threads)
+    out = _one_block(X_block, T, kernel, spec, tile_rows, blas_threads, resolve_options(options))
     return out.hv
 
 
@@ -528,6 +536,7 @@ def softmax_block(
     *,
     tile_rows: int | None = None,
     blas_threads: int | None = None,
+    options: Options | None = None,
 ) -> LogisticSums:
     """Softmax loss and gradient sums of one block of rows: a pure NumPy function.
 
@@ -539,7 +548,7 @@ def softmax_block(
     kernel : FeatureKernel
     coef : ndarray of shape (M, K)
     intercept : float or ndarray of shape (K,)
-    tile_rows, blas_threads
+    tile_rows, blas_threads, options
         As in :func:`logistic_block`.
 
     Returns
@@ -550,7 +559,7 @@ def softmax_block(
         no Hessian. Without penalty and not divided by n.
     """
     spec, idx = _multinomial_spec(kernel, coef, intercept, T_block, grad=np.arange(np.shape(coef)[-1]), hess=np.zeros(0, np.intp))
-    out = _one_block(X_block, T_block, kernel, spec, tile_rows, blas_threads)
+    out = _one_block(X_block, T_block, kernel, spec, tile_rows, blas_threads, resolve_options(options))
     return LogisticSums(out.loss, out.grad, None, out.n)
 
 
@@ -564,6 +573,7 @@ def softmax_hvp_block(
     *,
     tile_rows: int | None = None,
     blas_threads: int | None = None,
+    options: Options | None = None,
 ) -> np.ndarray:
     """The softmax loss's Hessian (in ``[W; b]``) times ``vector``, summed over one block.
 
@@ -586,5 +596,5 @@ def softmax_hvp_block(
         raise ValueError(f"vector has shape {V.shape}; expected ({m + 1}, {k})")
     none = np.zeros(0, np.intp)
     spec, idx = _multinomial_spec(kernel, coef, intercept, T_block, grad=none, hess=none, hv=np.arange(k), vectors=V)
-    out = _one_block(X_block, T_block, kernel, spec, tile_rows, blas_threads)
+    out = _one_block(X_block, T_block, kernel, spec, tile_rows, blas_threads, resolve_options(options))
     return out.hv
