@@ -399,3 +399,10 @@ __import__("dxrf.io")
 @pytest.mark.parametrize("path", sorted(WORKFLOWS.glob("*.py")), ids=lambda p: p.name)
 def test_workflows_use_public_names_only(path):
     assert private_uses(path.read_text(encoding="utf-8"), path.name, "dxrf.workflows." + path.stem) == []
+
+
+@pytest.mark.parametrize("package", ["dxrf", *sorted(f"dxrf.{p}" for p in SUBPACKAGES)])
+def test_every_public_name_exists(package):
+    # the rule above trusts the __all__ lists: each must name what the package really holds
+    module = importlib.import_module(package)
+    assert [n for n in getattr(module, "__all__", ()) if not hasattr(module, n)] == []
