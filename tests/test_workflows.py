@@ -186,7 +186,8 @@ def test_maxout_mnist(run_quick):
 
 def test_stacked_models_predict_like_their_selected_features():
     """model_groups maps (idx, scales, coef) onto the candidates exactly, repeated indices included."""
-    from dxrf.workflows._paper import Fit, fourier_kernel, model_groups
+    from dxrf.workflows._fits import Fit, model_groups
+    from dxrf.workflows._paper import fourier_kernel
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(50, 3)).astype(np.float32)

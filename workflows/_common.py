@@ -85,7 +85,7 @@ def require(module: str, package: str, purpose: str) -> Any:
     try:
         return importlib.import_module(module)
     except ImportError:
-        from dxrf.cli.commands import CommandError
+        from dxrf.cli import CommandError
 
         raise CommandError(f"{purpose}, but {package} is not installed: {WORKFLOWS_EXTRA}") from None
 
@@ -130,8 +130,7 @@ def store_zarr(X: Any, path: str | Path) -> float:
     """
     import dask.array as da
 
-    from dxrf.io.files import DestinationRefusedError, _describe
-    from dxrf.io import default_compressor
+    from dxrf.io import DestinationRefusedError, default_compressor, describe
 
     path = Path(path)
     # with --workdir the folder is the user's: replace only a scratch array of an earlier run
@@ -140,7 +139,7 @@ def store_zarr(X: Any, path: str | Path) -> float:
         is_array = path.is_dir() and not path.is_symlink() and meta.is_file() and '"node_type": "array"' in meta.read_text()
         if not is_array:
             raise DestinationRefusedError(
-                f"refusing to overwrite {str(path)!r}: it is {_describe(path)[0]}, and the benchmark writes a "
+                f"refusing to overwrite {str(path)!r}: it is {describe(path)}, and the benchmark writes a "
                 f"scratch zarr array there; choose another --workdir"
             )
     t0 = time.perf_counter()

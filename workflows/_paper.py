@@ -14,7 +14,7 @@ random maxout features (Mroueh, Rennie & Goel) all follow the pattern of
   (:func:`stats_pass`);
 * every method, number of features M, leverage penalty lambda and ridge
   penalty alpha is then dense algebra on sub-blocks of those statistics
-  (:func:`ridge_fit`): a :class:`Fit` is one feature selection with its whole
+  (``_fits.ridge_fit``): a ``Fit`` is one feature selection with its whole
   ridge path;
 * test errors come from ONE pass over the test rows: their statistics
   (regression: the exact MSE of every model) or, for classification, one
@@ -28,10 +28,14 @@ Figures 2 and 3 (and ``dxrf bench fig2-grid``) are clients of the public
 model search instead (:func:`search_fit`: :class:`dxrf.RandomFeatureRidgeCV`,
 :class:`dxrf.RandomFeatureClassifierCV`): its one pass and its algebra give
 every configuration's validation (and training) errors, the workflow reads
-its choices per reported cell off ``cv_results_`` (:func:`best_row`), and one
-test pass scores the kept fold models (:func:`test_errors`). The pass and
-model helpers below remain for the workflows whose methods the search does
-not cover (leverage-weighted RFF, maxout maps, few-shot, SGD).
+its choices per reported cell off ``cv_results_`` (``_search.best_row``), and one
+test pass scores the kept fold models (``_search.test_errors``). The models
+on statistics (``_fits``) remain for the workflows whose methods the search
+does not cover (leverage-weighted RFF, maxout maps, few-shot, SGD).
+
+This module holds what they all share: options, data, the pass log, the passes
+and reporting; ``_fits`` the models on statistics and ``_search`` the clients
+of the model search.
 
 Every pass is recorded in a :class:`PassLog`, which counts the passes that
 touched each (data set, sigma, seed) and prints the totals.
@@ -47,7 +51,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -210,13 +214,21 @@ def load_kwargs(name: str, rep: int) -> dict:
 
 
 def median_distance(X: np.ndarray, rng_seed: int = 0, size: int = 1000) -> float:
-    from scipy.spatial.distance import pdist
+    """The median distance between distinct rows among ``size`` sampled ones: the bandwidth scale.
+
+    :func:`dxrf.features.median_distance` of the distinct sampled rows, each
+    weighing its copies, with no weight on the pairs among a row's own copies
+    (``self_fraction=0``): repeated rows (one-hot columns) do not pull the
+    scale towards 0. 1.0 when fewer than 2 distinct rows are sampled.
+    """
+    from dxrf.features import median_distance as library_median
 
     rng = np.random.default_rng(rng_seed)
     idx = rng.choice(X.shape[0], size=min(size, X.shape[0]), replace=False)
-    d = pdist(np.asarray(X[idx], dtype=np.float64))
-    d = d[d > 0]
-    return float(np.median(d)) if d.size else 1.0
+    rows, copies = np.unique(np.asarray(X[idx], dtype=np.float64), axis=0, return_counts=True)
+    if rows.shape[0] < 2:
+        return 1.0
+    return library_median(rows, sample_weight=copies, self_fraction=0.0)
 
 
 def load_data(
@@ -238,14 +250,14 @@ def load_data(
     """
     import dask.array as da
 
-    import dxrf.datasets.loaders
+    import dxrf.datasets
     import dxrf.io
 
     kw = dict(load_kwargs(name, rep))
     kw.update(load_options or {})
     if n_rows:
         kw["n_rows"] = n_rows
-    ds = dxrf.datasets.loaders.load(name, download=True, **kw)
+    ds = dxrf.datasets.load(name, download=True, **kw)
     regression = ds.task == "regression"
     y_train, y_test = ds.y_train, ds.y_test
     if regression and y_mode == "standardize":
@@ -393,7 +405,7 @@ def stats_pass(X, T, kernels: Sequence, *, fraction: float | None = None, seed: 
     """ONE pass over ``X`` accumulating the statistics of every kernel in ``kernels``.
 
     Returns, per kernel, ``(train, validation)`` with a ``fraction`` (the
-    hashed split of :func:`dxrf.stats.feature_stats.hashed_split`) or ``(stats,)``: the
+    hashed split of :func:`dxrf.stats.hashed_split`) or ``(stats,)``: the
     library's multi-map :func:`dxrf.accumulate`, which reads X once.
     """
     import dxrf
@@ -403,336 +415,32 @@ def stats_pass(X, T, kernels: Sequence, *, fraction: float | None = None, seed: 
 
 
 def error_pass(X, labels, groups: Sequence, *, fraction: float | None = None, seed: int = 0) -> list:
-    """ONE prediction pass scoring many linear models: :func:`dxrf.stats.scoring.score_models`.
+    """ONE prediction pass scoring many linear models: :func:`dxrf.score_models`.
 
-    ``groups`` are :class:`dxrf.stats.scoring.LinearModels` (classification on
+    ``groups`` are :class:`dxrf.LinearModels` (classification on
     integer class codes ``labels``). Returns, per part of the rows (training
     and validation with a ``fraction``, else all rows), the list of
-    :class:`dxrf.stats.scoring.ModelScores` of every group.
+    :class:`dxrf.ModelScores` of every group.
     """
-    from dxrf.stats.scoring import score_models
+    from dxrf.stats import score_models
 
     out = score_models(X, labels, groups, split=fraction, split_seed=seed, progress=None)
     return list(out) if fraction is not None else [out]
 
 
-# --------------------------------------------------------------------------- models on statistics
+def lowest_error(error: Sequence[float], mse: Sequence[float]) -> int:
+    """The validation choice: the index of the lowest ``error``, ties by the lowest ``mse``, then the first.
 
-
-@dataclasses.dataclass
-class Fit:
-    """One selection of candidate features with its whole ridge path.
-
-    The selected feature ``j`` is ``scales[j] * z~_{idx[j]}`` of the candidate
-    map of kernel ``group``. ``err[part]`` holds, for each alpha, the test
-    error used for reporting: the MSE on the scaled response (regression,
-    from statistics) or the misclassification rate (classification, from
-    prediction passes). ``mse[part]`` is the squared error from statistics.
+    The library's rule (:func:`dxrf.search.best_index`: the highest score, the
+    first of equals) on the candidates reordered by MSE (a stable sort), so
+    that the first of equal errors is the one of lowest MSE. NaN counts as
+    the largest error or MSE.
     """
+    from dxrf.search import best_index
 
-    key: tuple
-    params: dict
-    group: Any
-    idx: np.ndarray
-    scales: np.ndarray
-    alphas: np.ndarray
-    coefs: np.ndarray
-    intercepts: np.ndarray
-    mse: dict = dataclasses.field(default_factory=dict)
-    err: dict = dataclasses.field(default_factory=dict)
-
-
-def ridge_fit(key: tuple, params: dict, group: Any, train, valid, idx, scales, alphas) -> Fit:
-    from dxrf.learners import mse_from_stats, ridge_path
-
-    idx = np.asarray(idx, dtype=np.intp)
-    scales = np.asarray(scales, dtype=np.float64)
-    tr, va = train.subset(idx, scales), valid.subset(idx, scales)
-    path = ridge_path(tr, alphas, va)
-    fit = Fit(key, dict(params), group, idx, scales, np.asarray(alphas, float), path.coefs, path.intercepts)
-    fit.mse["valid"] = path.validation_mse.mean(axis=1)
-    fit.mse["train"] = mse_from_stats(tr, path.coefs, path.intercepts).mean(axis=1)
-    return fit
-
-
-def add_mse(fits: Iterable[Fit], part: str, stats_by_group: dict) -> None:
-    """Exact MSE of every model from the statistics of ``part`` (e.g. the test rows)."""
-    from dxrf.learners import mse_from_stats
-
-    for f in fits:
-        st = stats_by_group[f.group].subset(f.idx, f.scales)
-        f.mse[part] = mse_from_stats(st, f.coefs, f.intercepts).mean(axis=1)
-
-
-def regression_errors(fits: Iterable[Fit]) -> None:
-    """For regression the reported error is the MSE from statistics."""
-    for f in fits:
-        f.err.update(f.mse)
-
-
-def model_groups(fits: Sequence[Fit], kernels: dict) -> tuple[list, list]:
-    """Stack the coefficients of all models on each kernel's candidates, for :func:`error_pass`.
-
-    Returns one :class:`dxrf.stats.scoring.LinearModels` per kernel and, per
-    kernel, the list of ``(fit, slice of its models in the stack)``.
-    """
-    from dxrf.stats.scoring import LinearModels
-
-    by_group: dict[Any, list[Fit]] = defaultdict(list)
-    for f in fits:
-        by_group[f.group].append(f)
-    groups, layout = [], []
-    for g, fs in by_group.items():
-        m0 = kernels[g].n_components
-        k = fs[0].coefs.shape[2]
-        coef = np.zeros((sum(f.coefs.shape[0] for f in fs), m0, k))
-        icpt = np.zeros((coef.shape[0], k))
-        spans, col = [], 0
-        for f in fs:
-            p = f.coefs.shape[0]
-            # the fit's features are scales * z~[idx]; repeated candidates add up
-            np.add.at(coef[col : col + p], (slice(None), f.idx), f.scales[None, :, None] * f.coefs)
-            icpt[col : col + p] = f.intercepts
-            spans.append((f, slice(col, col + p)))
-            col += p
-        groups.append(LinearModels(kernels[g], coef, icpt, task="classification"))
-        layout.append(spans)
-    return groups, layout
-
-
-def assign_errors(layout: list, result: list, parts: Sequence[str | None]) -> None:
-    """Store the error rates of an :func:`error_pass` in the fits (``parts`` names its parts of rows)."""
-    for scores, part in zip(result, parts):
-        if part is None:
-            continue
-        for spans, sc in zip(layout, scores):
-            if sc.n > 0:
-                for f, sl in spans:
-                    f.err[part] = sc.error[sl]
-
-
-def choose(fits: Iterable[Fit], group_key: Callable[[Fit], Any] = lambda f: f.key) -> dict:
-    """The validation choice among all fits with the same ``group_key`` and all their alphas.
-
-    Ranked by the validation error (misclassification for classification),
-    ties broken by the validation MSE. Returns ``{key: (fit, alpha index)}``.
-    """
-    best: dict = {}
-    for f in fits:
-        k = group_key(f)
-        err = f.err.get("valid", f.mse["valid"])
-        for j in range(len(f.alphas)):
-            score = (float(err[j]), float(f.mse["valid"][j]))
-            if k not in best or score < best[k][0]:
-                best[k] = (score, f, j)
-    return {k: (f, j) for k, (_, f, j) in best.items()}
-
-
-def plain_fit(key: tuple, train, valid, m: int, m0: int, alphas, group: Any = 0) -> Fit:
-    """Plain random features (RKS): the first ``m`` of ``m0`` candidates, rescaled to an ``m``-feature map."""
-    return ridge_fit(key, {}, group, train, valid, np.arange(m), np.full(m, math.sqrt(m0 / m)), alphas)
-
-
-def plain_validation(train, valid, m: int, m0: int, alphas) -> float:
-    """The lowest validation MSE over ``alphas`` of :func:`plain_fit` (what bandwidths are chosen by)."""
-    return float(plain_fit(("RKS", m), train, valid, m, m0, alphas).mse["valid"].min())
-
-
-# --------------------------------------------------------------------------- candidates and errors per seed
-
-
-def candidate_pass(data: Data, sigma: float, seed: int, m0: int, log: PassLog,
-                   what: str = "candidate statistics (train + validation)") -> tuple:
-    """ONE pass over the training rows: statistics of ``m0`` candidates for training and validation rows.
-
-    Returns ``(kernel, train, valid)``; the pass is recorded in ``log`` as ``what``.
-    """
-    kernel = fourier_kernel(data.d, m0, sigma, seed)
-    train, valid = stats_pass(data.X, data.T, [kernel], fraction=VALIDATION_FRACTION, seed=seed)[0]
-    log.add("train", data.name, [(sigma, seed)], what)
-    return kernel, train, valid
-
-
-def select_sigma(data: Data, grid: Sequence[float], seed: int, log: PassLog, *, m: int, m0: int, alphas,
-                 label: str = "RKS", what: str = "candidate statistics (train + validation)") -> tuple:
-    """The bandwidth of ``grid`` whose plain fit at ``m`` features has the lowest validation MSE.
-
-    One :func:`candidate_pass` per bandwidth; ``label`` names the plain fit
-    in the progress lines. Returns ``(sigma, kernel, train, valid, scores)``:
-    the chosen bandwidth with its candidate kernel and statistics, and the
-    validation MSE of every bandwidth of ``grid``.
-    """
-    best = None
-    scores = []
-    for sigma in grid:
-        kernel, train, valid = candidate_pass(data, sigma, seed, m0, log, what)
-        v = plain_validation(train, valid, m, m0, alphas)
-        scores.append(v)
-        say(f"   sigma = {sigma:.3g}: validation MSE of {label} at M = {m}: {v:.4g}")
-        if best is None or v < best[0]:
-            best = (v, sigma, kernel, train, valid)
-    _, sigma, kernel, train, valid = best
-    return sigma, kernel, train, valid, scores
-
-
-@dataclasses.dataclass
-class SeedCandidates:
-    """One seed's data (split ``seed``) with the candidate statistics at the chosen bandwidth.
-
-    ``scores`` (the validation MSE of every bandwidth of ``grid``) only on
-    seed 0, where the bandwidth is chosen; None on the others.
-    """
-
-    seed: int
-    data: Data
-    grid: list[float]
-    sigma: float
-    kernel: Any
-    train: Any
-    valid: Any
-    scores: list[float] | None
-
-
-def seed_candidates(exp: Experiment, name: str, m0: int, *, m: int, label: str = "RKS",
-                    what: str = "candidate statistics (train + validation)",
-                    check: Callable[[Data], None] | None = None) -> Iterator[SeedCandidates]:
-    """For each seed ``s`` of ``--seeds``: data set ``name`` on split ``s`` and its candidate pass.
-
-    On seed 0 the bandwidth is chosen from the ``--sigma-factors`` multiples
-    of the median distance (:func:`select_sigma`: one pass per bandwidth);
-    the other seeds make ONE :func:`candidate_pass` at that bandwidth.
-    ``check`` sees each loaded data set before any pass (to refuse one).
-    """
-    args = exp.args
-    grid: list[float] = []
-    sigma = math.nan
-    for seed in range(args.seeds):
-        data = exp.load(name, rep=seed)
-        if check is not None:
-            check(data)
-        scores = None
-        if seed == 0:
-            grid = [f * data.sigma_median for f in args.sigma_factors]
-            headline(data, f"M0 = {m0}; sigma grid {[round(s, 3) for s in grid]}")
-            sigma, kernel, train, valid, scores = select_sigma(data, grid, seed, exp.log, m=m, m0=m0,
-                                                               alphas=args.alphas, label=label, what=what)
-        else:
-            kernel, train, valid = candidate_pass(data, sigma, seed, m0, exp.log, what)
-        yield SeedCandidates(seed, data, grid, sigma, kernel, train, valid, scores)
-
-
-def test_mse_pass(data: Data, kernels: dict, fits: Sequence[Fit], keys: Iterable[tuple], log: PassLog,
-                  what: str = "test statistics") -> None:
-    """Regression: ONE pass over the test rows; their statistics give every fit's exact test MSE.
-
-    ``kernels`` maps each fit group to its candidate kernel; ``keys`` are the
-    (sigma, seed) the pass serves. The test MSE becomes each fit's reported error.
-    """
-    groups = list(kernels)
-    test = stats_pass(data.X_test, data.T_test, [kernels[g] for g in groups])
-    log.add("test", data.name, keys, what)
-    add_mse(fits, "test", {g: t[0] for g, t in zip(groups, test)})
-    regression_errors(fits)
-
-
-# --------------------------------------------------------------------------- clients of the public model search
-
-
-def search_fit(data: Data, log: PassLog, *, bandwidths: Sequence[float], seed: int, what: str,
-               split_seed: int | None = None, **params: Any):
-    """The public model search on the training rows, seeded by ``seed``: its passes go to ``log``.
-
-    :class:`dxrf.RandomFeatureRidgeCV` (regression) or
-    :class:`dxrf.RandomFeatureClassifierCV` choosing by validation accuracy
-    (its second pass scores the 0-1 errors of every configuration), with the
-    workflows' protocol: a hashed hold-out of :data:`VALIDATION_FRACTION`
-    (seed ``split_seed``, default ``seed``: the rows the workflows always held
-    out), candidates and draws seeded by ``seed``, ELSS leverage scores from every training input
-    (``N0 = N``), and every configuration's model kept for test passes.
-    ``params`` are the search's grid (``n_components``, ``selections``, ...).
-    """
-    import warnings
-
-    import dxrf
-
-    cls, extra = (dxrf.RandomFeatureRidgeCV, {}) if data.regression else (dxrf.RandomFeatureClassifierCV, {"scoring": "accuracy"})
-    split_seed = seed if split_seed is None else split_seed
-    est = cls(bandwidths=[float(s) for s in bandwidths], cv=VALIDATION_FRACTION, cv_seed=split_seed, random_state=seed,
-              leverage_rows="all", keep_models=True, **extra, **params)
-    with warnings.catch_warnings():
-        # a grid's edge warnings concern the overall best, which the figures do not report
-        warnings.simplefilter("ignore", UserWarning)
-        est.fit(data.X, data.T if data.regression else data.labels)
-    keys = [(s, seed) for s in bandwidths]
-    r = est.cv_results_
-    selected = np.flatnonzero((np.asarray(r["param_selection"]) != "none") & ~np.isnan(r["mean_validation_mse"]))
-    # bandwidth_choice="plain-first": the plain features at every bandwidth, then every candidate at one
-    plain_first = params.get("bandwidth_choice") == "plain-first" and len(bandwidths) > 1 and selected.size > 0
-    log.add("train", data.name, keys, "plain features of every sigma (train + validation)" if plain_first else what)
-    if plain_first:
-        log.add("train", data.name, [(float(r["bandwidth_value"][selected[0]]), seed)], what)
-    if not data.regression:
-        log.add("train", data.name, keys, "0-1 errors of every configuration on training/validation rows")
-    if est.n_passes_ != 1 + plain_first + (not data.regression):
-        raise RuntimeError(f"the search made {est.n_passes_} passes over the training rows")
-    return est
-
-
-def search_rows(results: dict, **where: Any) -> np.ndarray:
-    """Rows of ``cv_results_`` whose ``bandwidth_value`` / ``param_*`` equal the given values."""
-    keep = np.ones(len(results["params"]), dtype=bool)
-    for key, value in where.items():
-        column = results["bandwidth_value" if key == "bandwidth" else f"param_{key}"]
-        keep &= np.array([c == value for c in column])
-    return np.flatnonzero(keep)
-
-
-def validation_error(results: dict, classification: bool) -> np.ndarray:
-    """Per row: the validation misclassification rate (classification) or MSE (regression); NaN as infinity."""
-    err = 1.0 - results["mean_test_score"] if classification else results["mean_validation_mse"]
-    return np.nan_to_num(np.asarray(err, dtype=np.float64), nan=np.inf)
-
-
-def best_row(results: dict, rows: np.ndarray, classification: bool) -> int:
-    """The validation choice among ``rows``: lowest validation error, ties by MSE, then the first."""
-    mse = np.nan_to_num(np.asarray(results["mean_validation_mse"], dtype=np.float64)[rows], nan=np.inf)
-    order = np.lexsort((mse, validation_error(results, classification)[rows]))  # stable: the first of equals
-    return int(rows[order[0]])
-
-
-def row_params(results: dict, row: int) -> dict:
-    """The selection penalty (``lam`` or ``rho``) and ``alpha`` of a row, as the results record them."""
-    p = results["params"][row]
-    return {k: float(p[k]) for k in ("lam", "rho", "alpha") if k in p}
-
-
-def test_errors(searches: Sequence[tuple[Any, Sequence[int]]], data: Data, log: PassLog, keys: Iterable[tuple],
-                what: str) -> list[dict[int, float]]:
-    """ONE pass over the test rows scoring the kept models of every ``(search, rows of its cv_results_)``.
-
-    The searches' :meth:`~dxrf.RandomFeatureRidgeCV.fold_models` are scored
-    together by :func:`dxrf.stats.scoring.score_models`. Returns, per search,
-    ``{row: test error}``: the MSE (regression, the scaled response) or the
-    misclassification rate.
-    """
-    from dxrf.stats.scoring import score_models
-
-    layout = []
-    for est, rows in searches:
-        if not data.regression and not np.array_equal(est.classes_, np.arange(len(data.classes))):
-            raise RuntimeError(f"the search saw classes {est.classes_} instead of the codes 0..{len(data.classes) - 1}")
-        layout.append(est.fold_models(np.asarray(rows, dtype=np.intp)))
-    y = data.T_test if data.regression else data.labels_test  # class codes for classification
-    scores = iter(score_models(data.X_test, y, [models for groups in layout for _, models in groups]))
-    log.add("test", data.name, keys, what)
-    out = []
-    for groups in layout:
-        errors: dict[int, float] = {}
-        for rows, _ in groups:
-            sc = next(scores)
-            errors.update(zip(rows.tolist(), map(float, sc.mse if data.regression else sc.error)))
-        out.append(errors)
-    return out
+    order = np.argsort(np.nan_to_num(np.asarray(mse, dtype=np.float64), nan=np.inf), kind="stable")
+    score = -np.nan_to_num(np.asarray(error, dtype=np.float64)[order], nan=np.inf)
+    return int(order[best_index({"mean_test_score": score})])
 
 
 # --------------------------------------------------------------------------- reporting

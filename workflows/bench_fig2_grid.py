@@ -141,7 +141,7 @@ class FixedFeatures(TransformerMixin, BaseEstimator):
         -------
         self
         """
-        from dxrf.features.kernel import FeatureKernel
+        from dxrf.features import FeatureKernel
 
         kernel = self.kernel
         if not isinstance(kernel, FeatureKernel):
@@ -156,7 +156,7 @@ class FixedFeatures(TransformerMixin, BaseEstimator):
 
     def transform(self, X: Any) -> Any:
         """The features ``z(X)`` (lazy for dask input)."""
-        from dxrf.features.maps import apply_kernel
+        from dxrf.features import apply_kernel
 
         return apply_kernel(X, self.kernel_)
 
@@ -227,7 +227,8 @@ def grid_side(data: Any, sigmas: list[float], args: argparse.Namespace) -> dict:
     and the pass log summary (``passes``).
     """
     from . import fig2_error_vs_m as fig2
-    from ._paper import PassLog, test_errors
+    from ._paper import PassLog
+    from ._search import test_errors
 
     log = PassLog()
     est = fig2.seed_search(data, sigmas, args.seed, args, log)
@@ -290,7 +291,7 @@ def naive_side(data: Any, sigmas: list[float], args: argparse.Namespace) -> dict
     order) and the pass counts reported by the estimators (``passes``).
     """
     import dxrf
-    from dxrf.stats.feature_stats import hashed_split
+    from dxrf.stats import hashed_split
 
     from ._paper import VALIDATION_FRACTION, fourier_kernel, say
 

@@ -63,14 +63,14 @@ def run(args: argparse.Namespace) -> dict:
     import statistics
 
     import dxrf.io
-    from dxrf.datasets import cache as data_cache
+    from dxrf.datasets import locate, missing_message
 
     from ._common import (bench_client, bench_workdir, close_client, peak_rss, remove_workdir, report,
                           reset_peak_rss, table, worker_memory)
 
-    src = Path(args.src) if args.src else data_cache.locate(_FILE)
+    src = Path(args.src) if args.src else locate(_FILE)
     if src is None:
-        raise ValueError(data_cache.missing_message(_FILE))
+        raise ValueError(missing_message(_FILE))
     kw = dict(target=args.target, drop_columns=list(args.drop), chunk_rows=args.chunk_rows, n_rows=args.n_rows,
               overwrite=True)
     workdir = bench_workdir(args, "dxrf-bench-ingest-")

@@ -5,7 +5,7 @@ For one penalty, :func:`dxrf.selection.leverage_scores` factorises
 and takes ``Q_ii = 1 - lam ||L^{-1} e_i||^2``. By flop count that is twice a
 Cholesky (``M0^3 / 3`` each), so the ratio to a bare ``dpotrf`` of the same
 matrix, timed in the same run, shows what the rest costs. All of it runs with
-the client's thread count (:func:`dxrf.selection.leverage.client_threads`).
+the client's thread count (:func:`dxrf.selection.client_threads`).
 
 The Gram is that of random Fourier features of ``--n-rows`` Gaussian rows,
 ``G = Z^T Z / n`` with ``Z = sqrt(2 / M0) cos(X W + b)`` (float64, NumPy): its
@@ -70,8 +70,8 @@ def _norms_lower(X: np.ndarray) -> np.ndarray:
 def _measure(G: np.ndarray, lam: float, repeats: int, float32: bool) -> dict:
     from scipy.linalg import lapack
 
-    from dxrf.core.blas import blas_limit
-    from dxrf.selection.leverage import client_threads, leverage_scores
+    from dxrf.core import blas_limit
+    from dxrf.selection import client_threads, leverage_scores
 
     m = G.shape[0]
     A = G.T.copy(order="F")  # G is symmetric: its transpose is G in Fortran order
@@ -126,8 +126,8 @@ def _measure(G: np.ndarray, lam: float, repeats: int, float32: bool) -> dict:
 
 
 def _measure_eigh(m0: int, args: argparse.Namespace) -> dict:
-    from dxrf.core.blas import blas_limit
-    from dxrf.selection.leverage import client_threads, gram_spectrum, leverage_scores
+    from dxrf.core import blas_limit
+    from dxrf.selection import client_threads, gram_spectrum, leverage_scores
 
     from ._common import median_time
 
@@ -151,7 +151,7 @@ def _measure_eigh(m0: int, args: argparse.Namespace) -> dict:
 def run(args: argparse.Namespace) -> dict:
     from threadpoolctl import threadpool_info
 
-    from dxrf.selection.leverage import client_threads
+    from dxrf.selection import client_threads
 
     from ._common import report, table
 

@@ -92,7 +92,7 @@ def _fit_sklearn(Z: np.ndarray, y: np.ndarray, alpha: float, tol: float, max_ite
 
 def run(args: argparse.Namespace) -> dict:
     import dxrf
-    from dxrf.datasets.loaders import load
+    from dxrf.datasets import load
 
     from ._common import median_time, report, table
     from .bench_logistic import _rounds, explicit_features, rel_gap

@@ -1,6 +1,6 @@
 """Benchmark: Nyström ridge, dxrf against scikit-learn's ``Nystroem`` + ``Ridge``, and out of core.
 
-(n1) In memory, on protein (``dxrf.datasets.loaders`` split 0, inputs standardised with the
+(n1) In memory, on protein (``dxrf.datasets.load`` split 0, inputs standardised with the
 training rows' mean and deviation): for each ``--m``, scikit-learn's
 ``Nystroem(gamma=1/2σ², n_components=M, random_state=0)`` + ``Ridge(alpha=α N)``
 (fit, transform, fit, transform of the test rows, predict) against dxrf's
@@ -64,10 +64,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 _PRELUDE = """
 import json, time, numpy as np
-import dxrf, dxrf.datasets.loaders
+import dxrf, dxrf.datasets
 from dxrf.workflows._common import peak_rss as peak
 from sklearn.preprocessing import StandardScaler
-ds = dxrf.datasets.loaders.load("protein", split=0)
+ds = dxrf.datasets.load("protein", split=0)
 scaler = StandardScaler().fit(ds.X_train)
 Xtr, Xte = scaler.transform(ds.X_train), scaler.transform(ds.X_test)
 ytr, yte = ds.y_train, ds.y_test

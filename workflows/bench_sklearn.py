@@ -70,7 +70,7 @@ print(json.dumps({{"fit_s": fit_s, "test_mse": mse, "peak": peak(), "base": base
 
 _DXRF_SINGLE = """
 import dxrf
-from dxrf.features.kernel import FeatureKernel
+from dxrf.features import FeatureKernel
 # the same frequencies and offsets as scikit-learn's sampler, evaluated in float32
 kernel = FeatureKernel("cos", np.full(M, np.sqrt(2.0 / M)), D, W=rbf.random_weights_.astype(np.float32),
                        b=rbf.random_offset_.astype(np.float32))

@@ -94,7 +94,7 @@ SELECTIONS = {"RKS": "none", "LKRF": "lkrf", "EERF": "eerf", "ELSS-1": "elss-sam
 def seed_search(data, bandwidths, seed: int, args, log):
     """The public search of one seed: every (bandwidth, method, M, lambda | rho, alpha) from one pass.
 
-    :func:`workflows._paper.search_fit` with the figure's protocol:
+    :func:`workflows._search.search_fit` with the figure's protocol:
     ``M0 = 10 M`` candidates for each M (a prefix of ``10 max(M)``
     candidates, ``candidate_ratio=10``), validation on 20 % of the training
     rows (hashed with ``seed``), ELSS with ``N0 = N``, and the bandwidth as a
@@ -107,7 +107,7 @@ def seed_search(data, bandwidths, seed: int, args, log):
     every configuration's 0-1 error, so it keeps ``"plain"`` (one read of all
     candidates at every sigma) to stay within 2 training passes.
     """
-    from ._paper import search_fit
+    from ._search import search_fit
 
     m0 = 10 * max(args.m)
     return search_fit(data, log, bandwidths=bandwidths, seed=seed, n_components=args.m,
@@ -118,7 +118,7 @@ def seed_search(data, bandwidths, seed: int, args, log):
 
 def sigma_scores(est, grid, args) -> list[dict]:
     """Each bandwidth's validation MSE of RKS at the largest M (lowest over alpha), as the results record it."""
-    from ._paper import search_rows
+    from ._search import search_rows
 
     r = est.cv_results_
     mse = np.nan_to_num(np.asarray(r["mean_validation_mse"], dtype=np.float64), nan=np.inf)
@@ -128,7 +128,7 @@ def sigma_scores(est, grid, args) -> list[dict]:
 
 def cell_rows(est, sigma: float, args) -> dict:
     """Rows of ``cv_results_`` per cell ``(method, M, lam | rho)`` at bandwidth ``sigma``: one per alpha."""
-    from ._paper import search_rows
+    from ._search import search_rows
 
     r = est.cv_results_
     out = {}
@@ -149,10 +149,10 @@ def evaluate_seed(data, est, sigma: float, seed: int, args, log):
     """Test errors of every method and M for one seed, choices made on validation.
 
     The choice per (method, M) among its penalties and alphas is made on
-    the validation rows (:func:`workflows._paper.best_row`); ONE pass over
+    the validation rows (:func:`workflows._search.best_row`); ONE pass over
     the test rows then scores the chosen models (kept by the search).
     """
-    from ._paper import best_row, row_params, test_errors, validation_error
+    from ._search import best_row, row_params, test_errors, validation_error
 
     r = est.cv_results_
     classification = not data.regression

@@ -66,19 +66,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> dict:
     from ._common import table
-    from ._paper import (
-        Experiment,
-        best_row,
-        dataset_label,
-        dataset_panels,
-        fmt_ms,
-        headline,
-        mean_std,
-        say,
-        search_fit,
-        search_rows,
-        test_errors,
-    )
+    from ._paper import Experiment, dataset_label, dataset_panels, fmt_ms, headline, mean_std, say
+    from ._search import best_row, search_fit, search_rows, test_errors
 
     with Experiment(args, FULL, QUICK, "fig3") as exp:
         m, m0, reps = args.m, 10 * args.m, args.reps

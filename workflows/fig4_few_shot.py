@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> dict:
 
     from dxrf.selection import gram_spectrum, select_features
 
-    from dxrf.stats.scoring import LinearModels
+    from dxrf.stats import LinearModels
 
     from ._common import table
     from ._paper import (

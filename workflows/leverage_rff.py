@@ -79,7 +79,7 @@ def features_needed(ms: list[int], errors: list[float], target: float) -> float 
 def seed_fits(train, valid, ms, m0, alphas, seed, spectrum):
     from dxrf.selection import select_features
 
-    from ._paper import plain_fit, ridge_fit
+    from ._fits import plain_fit, ridge_fit
 
     n = spectrum.n_samples
     fits = []
@@ -103,17 +103,8 @@ def run(args: argparse.Namespace) -> dict:
     from dxrf.selection import gram_spectrum
 
     from ._common import table
-    from ._paper import (
-        Experiment,
-        choose,
-        dataset_label,
-        dataset_panels,
-        fmt_ms,
-        mean_std,
-        say,
-        seed_candidates,
-        test_mse_pass,
-    )
+    from ._fits import choose, seed_candidates, test_mse_pass
+    from ._paper import Experiment, dataset_label, dataset_panels, fmt_ms, mean_std, say
 
     with Experiment(args, FULL, QUICK, "levrff") as exp:
         m0 = args.m0

@@ -58,22 +58,11 @@ def run(args: argparse.Namespace) -> dict:
     import scipy.linalg
 
     import dxrf
-    from dxrf.features.kernel import FeatureKernel
+    from dxrf.features import FeatureKernel
 
     from ._common import table
-    from ._paper import (
-        Experiment,
-        assign_errors,
-        choose,
-        error_pass,
-        fourier_kernel,
-        model_groups,
-        plain_fit,
-        pyplot,
-        save_figure,
-        say,
-        stats_pass,
-    )
+    from ._fits import assign_errors, choose, model_groups, plain_fit
+    from ._paper import Experiment, error_pass, fourier_kernel, pyplot, save_figure, say, stats_pass
 
     with Experiment(args, FULL, QUICK, "maxout") as exp:
         ms = sorted(args.m)

@@ -57,7 +57,7 @@ QUICK = {"n_rows": 3000, "m": 600, "tune_m": 200, "bandwidths": [5.0, 7.0]}
 
 def run(args: argparse.Namespace) -> dict:
     import dxrf
-    import dxrf.datasets.loaders
+    import dxrf.datasets
 
     from ._common import table, write_results
 
@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> dict:
             setattr(args, key, value)
     t0 = time.perf_counter()
     kw = {"n_rows": args.n_rows} if args.n_rows else {}
-    ds = dxrf.datasets.loaders.load("mnist", download=True, **kw)
+    ds = dxrf.datasets.load("mnist", download=True, **kw)
     # the loader gives pixels / 255 in float32; the kernel values are computed in float64
     X = np.asarray(ds.X_train, dtype=np.float64)
     X_test = np.asarray(ds.X_test, dtype=np.float64)

@@ -28,7 +28,7 @@ METHODS = ("RKS", "ELSS-1 (sample)", "ELSS-2 (top)", "EERF", "LKRF")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--dataset", default="protein", help="a regression set of dxrf.datasets.loaders (default protein)")
+    parser.add_argument("--dataset", default="protein", help="a regression set of dxrf.datasets (default protein)")
     parser.add_argument("--split", type=int, default=0, help="which of the fixed test splits (default 0)")
     parser.add_argument("--m", type=int, nargs="+", default=[10, 20, 40, 80, 160], help="feature counts M")
     parser.add_argument("--seeds", type=int, default=3, help="repetitions (default 3)")
@@ -84,7 +84,7 @@ def _evaluate(method: str, m: int, stats, seed: int):
 
 def run(args: argparse.Namespace) -> dict:
     import dxrf
-    import dxrf.datasets.loaders
+    import dxrf.datasets
     import dxrf.io
     from dxrf.selection import gram_spectrum
 
@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> dict:
     kw = {"split": args.split}
     if args.n_rows:
         kw["n_rows"] = args.n_rows
-    ds = dxrf.datasets.loaders.load(args.dataset, download=True, **kw)
+    ds = dxrf.datasets.load(args.dataset, download=True, **kw)
     if ds.task != "regression":
         raise ValueError(f"quickstart needs a regression data set; {args.dataset!r} is {ds.task}")
     workdir = Path(tempfile.mkdtemp(prefix="dxrf-quickstart-"))

@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> dict:
     import dask.array as da
 
     import dxrf
-    from dxrf.datasets.loaders import NYCFLIGHTS_FEATURES
+    from dxrf.datasets import NYCFLIGHTS_FEATURES
     from dxrf.learners import mse_from_stats, ridge_path, solve_ridge
 
     from ._common import table

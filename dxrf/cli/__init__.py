@@ -1,5 +1,5 @@
 """The ``dxrf`` command line: one module per command group."""
 
-from dxrf.cli.commands import main
+from dxrf.cli.commands import CommandError, main
 
-__all__ = ["main"]
+__all__ = ["CommandError", "main"]

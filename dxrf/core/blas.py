@@ -39,6 +39,18 @@ class blas_limit:
     one process would restore each other's limits out of order. Here one
     cached controller sets the limit when the first task enters and restores
     it when the last one leaves.
+
+    Parameters
+    ----------
+    threads : int or None
+        The BLAS thread count while inside; None or 0 leaves BLAS as it is.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dxrf.core import blas_limit
+    >>> with blas_limit(1):
+    ...     g = np.ones((4, 3)).T @ np.ones((4, 3))
     """
 
     _lock = threading.Lock()

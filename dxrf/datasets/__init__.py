@@ -5,6 +5,17 @@
     >>> ds = datasets.load("kin40k")  # doctest: +SKIP
 """
 
-from dxrf.datasets.loaders import Dataset, data_dir, fetch_missing, load, names, to_zarr
+from dxrf.datasets.cache import locate, missing_message
+from dxrf.datasets.loaders import NYCFLIGHTS_FEATURES, Dataset, data_dir, fetch_missing, load, names, to_zarr
 
-__all__ = ["Dataset", "data_dir", "fetch_missing", "load", "names", "to_zarr"]
+__all__ = [
+    "NYCFLIGHTS_FEATURES",
+    "Dataset",
+    "data_dir",
+    "fetch_missing",
+    "load",
+    "locate",
+    "missing_message",
+    "names",
+    "to_zarr",
+]

@@ -2,6 +2,7 @@
 
 from dxrf.features import blocks, exact, samplers
 from dxrf.features.kernel import FeatureKernel
+from dxrf.features.samplers import median_distance
 from dxrf.features.nystroem import NystroemFeatures
 from dxrf.features.maps import (
     FOURIER_KERNELS,
@@ -26,6 +27,7 @@ __all__ = [
     "RandomLinearSketch",
     "RandomMaxoutFeatures",
     "apply_kernel",
+    "median_distance",
     "FOURIER_KERNELS",
     "SAMPLINGS",
 ]

@@ -21,6 +21,7 @@ __all__ = [
     "structured_signs",
     "SORF_MIN_ORDER",
     "uniform_offsets",
+    "median_distance",
 ]
 
 # Spectral law of each shift-invariant kernel, as a scipy distribution of one
@@ -133,6 +134,23 @@ def median_distance(
     multiplies the copies' own pairs: ``(s - 1) / (N - 1)`` when ``X`` is a
     uniform sample of ``s`` of ``N`` rows, which keeps every pair's weight
     unbiased (a row's own pairs enter with the row, a pair of rows with both).
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+    metric : str, default "euclidean"
+        A metric of :func:`scipy.spatial.distance.pdist`.
+    sample_weight : array-like of shape (n_samples,), optional
+    self_fraction : float, default 1.0
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        Fewer than 2 rows, or a median of 0.
     """
     from scipy.spatial.distance import pdist
 

@@ -61,7 +61,7 @@ from __future__ import annotations
 
 # Every top-level name of the former single module stays importable from
 # here, the private ones included (other modules and tests use some of them).
-from dxrf.io.files import DestinationExistsError, DestinationNotWritableError, DestinationRefusedError
+from dxrf.io.files import DestinationExistsError, DestinationNotWritableError, DestinationRefusedError, describe
 from dxrf.io.files import atomic_directory as _atomic_directory
 from dxrf.io.arrays import _ingest_arrays
 from dxrf.io.checks import (
@@ -103,6 +103,7 @@ __all__ = [
     "IngestReport",
     "ZarrDataset",
     "default_compressor",
+    "describe",
     "ingest",
     "open_predictions",
     "open_zarr",

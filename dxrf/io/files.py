@@ -139,6 +139,22 @@ def _describe(path: Path) -> tuple[str, str | None]:
     return what, None
 
 
+def describe(path: str | os.PathLike) -> str:
+    """What is at an existing ``path``, in words, as the refusals to overwrite it say.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+
+    Returns
+    -------
+    str
+        E.g. ``"a file"``, ``"an empty directory"``, ``"a dxrf data group"``,
+        ``"a directory that is not a dxrf group"``.
+    """
+    return _describe(Path(path))[0]
+
+
 def _check_kind(kind: str) -> None:
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {sorted(KINDS)}, got {kind!r}")

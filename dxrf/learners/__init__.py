@@ -5,7 +5,7 @@ from dxrf.learners.classifier import RandomFeatureClassifier
 from dxrf.learners.pca import RandomFeaturePCA
 from dxrf.learners.ridge import RandomFeatureRidge
 from dxrf.solvers.ridge_path import RidgePath, mse_from_stats, ridge_path, solve_ridge
-from dxrf.learners.search_cv import RandomFeatureClassifierCV, RandomFeatureRidgeCV
+from dxrf.learners.search_cv import RandomFeatureClassifierCV, RandomFeatureRidgeCV, stacked_models
 from dxrf.learners.sgd import RandomFeatureSGDClassifier, RandomFeatureSGDRegressor
 
 __all__ = [
@@ -22,4 +22,5 @@ __all__ = [
     "solve_ridge",
     "mse_from_stats",
     "linear_predict",
+    "stacked_models",
 ]

@@ -94,6 +94,23 @@ def stacked_models(kernel: object, entries: list, task: str) -> LinearModels:
 
     Each entry's ``coefs`` (shape ``(P, M, k)``) are scattered onto the
     candidates they select, so one product per tile scores every model.
+
+    Parameters
+    ----------
+    kernel : FeatureKernel
+        The candidate map, with ``n_components`` candidates.
+    entries : list of tuple
+        ``(index, scales, coefs, intercepts)`` per selection: the model's
+        feature ``j`` is ``scales[j]`` times candidate ``index[j]``; ``coefs``
+        of shape ``(P, M, k)`` and ``intercepts`` of shape ``(P, k)`` are its
+        ``P`` models (e.g. a ridge path). A candidate selected twice adds up.
+    task : {"regression", "classification"}
+
+    Returns
+    -------
+    LinearModels
+        The ``sum(P)`` models in the order of ``entries``, for
+        :func:`dxrf.score_models`.
     """
     m0, k = kernel.n_components, entries[0][2].shape[2]
     theta = np.zeros((sum(e[2].shape[0] for e in entries), m0, k))

@@ -8,6 +8,7 @@ linear models in one pass (:mod:`dxrf.stats.scoring`).
 
 from dxrf.stats.feature_stats import FeatureStats, accumulate, block_stats, hashed_split, resolve_kernel
 from dxrf.stats.scoring import LinearModels, ModelScores, score_models
+from dxrf.stats.tiles import tile_timings
 
 __all__ = [
     "FeatureStats",
@@ -18,4 +19,5 @@ __all__ = [
     "LinearModels",
     "ModelScores",
     "score_models",
+    "tile_timings",
 ]

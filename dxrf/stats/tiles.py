@@ -9,6 +9,9 @@ map alone.
 
 from __future__ import annotations
 
+import statistics
+import time
+from collections.abc import Callable
 from types import ModuleType
 
 import numpy as np
@@ -22,7 +25,7 @@ from dxrf.core.options import Options
 
 __all__ = [
     "TileWorker", "StatsConfig", "stats_pass", "default_tile_rows", "check_stats_block", "check_weight_block",
-    "wide_products", "WIDE_WORK", "WIDE_MAX_FEATURES",
+    "wide_products", "WIDE_WORK", "WIDE_MAX_FEATURES", "tile_timings",
 ]
 
 # stays in a core's L2 cache while it is projected, activated and summed).
@@ -169,6 +172,53 @@ class TileWorker:
         sums.n += n
 
 
+def _median_seconds(fn: Callable[[], object], repeats: int) -> float:
+    fn()  # warm: buffers, BLAS, caches
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def tile_timings(kernel: FeatureKernel, X: np.ndarray, repeats: int = 7) -> dict[str, float]:
+    """Median seconds of one tile of the statistics pass, whole and part by part, as the pass runs it.
+
+    A profiling hook for benchmarks: the parts are the pass's own code on its
+    own buffers, each timed alone after one warm-up call, so they stay what a
+    pass runs as that code changes. The caller sets the BLAS threads (a pass
+    task runs on one, e.g. under ``threadpoolctl.threadpool_limits(1)``).
+
+    Parameters
+    ----------
+    kernel : FeatureKernel
+        The feature map of the pass (e.g. ``RandomFourierFeatures(...).fit(...).kernel_``).
+    X : numpy.ndarray of shape (rows, d)
+        One tile of inputs in the kernel's dtype; its row count is the tile's.
+    repeats : int, default 7
+        Timed calls per part.
+
+    Returns
+    -------
+    dict of str to float
+        ``"tile"``: the statistics of the whole tile (no targets, no
+        weights); ``"features in slabs"``: its features and their column
+        sums, slab by slab; ``"syrk"``: the Gram ``Z.T @ Z``; ``"compensated
+        add"``: adding that Gram to the running compensated sums.
+    """
+    X = np.ascontiguousarray(X, dtype=kernel.dtype)
+    n, m = X.shape[0], kernel.n_base
+    worker = TileWorker(kernel, n, None, 1)
+    Z = worker.buf[:n]
+    G = np.empty((m, m), Z.dtype)
+    sums = CompensatedSums(m, None)
+    return {
+        "tile": _median_seconds(lambda: worker.add_tile(X, None, None), repeats),
+        "features in slabs": _median_seconds(lambda: worker._features_in_slabs(X, Z), repeats),
+        "syrk": _median_seconds(lambda: np.matmul(Z.T, Z, out=G), repeats),
+        "compensated add": _median_seconds(lambda: sums.add("gram", G), repeats),
+    }
 
 
 # Tile sizes that divide 10 000, hence the usual chunk sizes (10k, 50k, 100k, 1M rows):

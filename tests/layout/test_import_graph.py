@@ -8,7 +8,10 @@ The graph counts every import statement, those inside functions and under
 from __future__ import annotations
 
 import ast
+import importlib
+import re
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -175,17 +178,231 @@ def test_the_checks_find_a_cycle_and_an_upward_import():
     assert upward_imports(graph) == ["dxrf.core.a (core, layer 0) imports dxrf.engine.b (engine, layer 1)"]
 
 
-def _private_uses(path: Path) -> list[str]:
-    bad = []
-    for module, names, line in _imports("dxrf.workflows." + path.stem, path):
-        if not (module == "dxrf" or module.startswith("dxrf.")) or module.startswith("dxrf.workflows"):
+# --------------------------------------------------------------------------- workflows: public names only
+#
+# A workflow may use, from the library, only
+#   (a) the names in ``dxrf.__all__``;
+#   (b) the first-level sub-packages and modules (``dxrf.io``, ``dxrf.features``,
+#       ..., ``dxrf.cluster``, ``dxrf.core``) and the names in their ``__all__``;
+#       a name there that is itself a module (``dxrf.features.samplers``) is
+#       public in turn, with its own ``__all__``;
+#   (c) the other modules of ``dxrf.workflows``.
+# Deeper module paths (``dxrf.stats.tiles``) and names outside those ``__all__``
+# lists (underscore names included) are private, whether imported or reached by
+# attributes of an imported module (``dxrf.io.files._describe``). ``__all__`` is
+# read by importing the package, so a re-export counts where it is made.
+
+SUBPACKAGES = set(LAYERS)
+
+
+def _exported(module: ModuleType) -> set[str]:
+    names = set(getattr(module, "__all__", ()))
+    return names | SUBPACKAGES if module.__name__ == "dxrf" else names
+
+
+def _child(module: ModuleType, name: str) -> object:
+    """``module.name``, importing a sub-package of ``dxrf`` not loaded yet; None when absent."""
+    child = getattr(module, name, None)
+    if child is None and module.__name__ == "dxrf" and name in SUBPACKAGES:
+        child = importlib.import_module(f"dxrf.{name}")
+    return child
+
+
+def _public_module(dotted: str) -> ModuleType | None:
+    """The module ``dotted`` names if it is public by the rule above, else None."""
+    parts = dotted.split(".")
+    if parts[0] != "dxrf":
+        return None
+    module = importlib.import_module("dxrf")
+    for part in parts[1:]:
+        if part not in _exported(module):
+            return None
+        child = _child(module, part)
+        if not isinstance(child, ModuleType):
+            return None
+        module = child
+    return module
+
+
+def _is_workflow(dotted: str) -> bool:
+    return dotted == "dxrf.workflows" or dotted.startswith("dxrf.workflows.")
+
+
+def _is_dxrf(dotted: str) -> bool:
+    return dotted == "dxrf" or dotted.startswith("dxrf.")
+
+
+def _chain(node: ast.Attribute) -> tuple[str | None, list[str]]:
+    """``(root name, [attr, ...])`` of ``a.b.c``; root None when the chain starts with a call or subscript."""
+    attrs = []
+    while isinstance(node, ast.Attribute):
+        attrs.append(node.attr)
+        node = node.value
+    return (node.id if isinstance(node, ast.Name) else None), attrs[::-1]
+
+
+def _embedded_scripts(tree: ast.AST) -> list[tuple[int, str]]:
+    """``(line, code)`` of the string constants that are scripts importing dxrf (run in a subprocess).
+
+    Such a string is often a ``str.format`` template: its fields become ``0``
+    and doubled braces single ones so that it parses.
+    """
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value
+            if not re.search(r"^\s*(import|from)\s+dxrf\b", text, flags=re.MULTILINE):
+                continue
+            code = re.sub(r"(?<!\{)\{\w*\}(?!\})", "0", text).replace("{{", "{").replace("}}", "}")
+            try:
+                ast.parse(code)
+            except SyntaxError:  # keep its import lines at least
+                code = "\n".join(ln.strip() if re.match(r"\s*(import|from)\s", ln) else "" for ln in code.splitlines())
+            found.append((node.lineno, code))
+    return found
+
+
+def private_uses(source: str, filename: str = "<workflow>", name: str = "dxrf.workflows.x") -> list[str]:
+    """Every use of a private library name in a workflow's source (rule above), as ``file:line: what``."""
+    tree = ast.parse(source)
+    package = name.split(".")[:-1]
+    bad: set[tuple[int, str]] = set()
+    bound: dict[str, object] = {}  # local names bound to public dxrf modules and objects
+
+    def refuse(line: int, what: str) -> None:
+        bad.add((line, f"{filename}:{line}: {what}"))
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if not _is_dxrf(alias.name) or _is_workflow(alias.name):
+                    continue
+                module = _public_module(alias.name)
+                if module is None:
+                    refuse(node.lineno, f"private module {alias.name}")
+                elif alias.asname:
+                    bound[alias.asname] = module
+                else:
+                    bound["dxrf"] = importlib.import_module("dxrf")
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                source_module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                source_module = node.module or ""
+            if not _is_dxrf(source_module) or _is_workflow(source_module):
+                continue
+            module = _public_module(source_module)
+            if module is None:
+                refuse(node.lineno, f"private module {source_module}")
+                continue
+            for alias in node.names:
+                if alias.name not in _exported(module):
+                    refuse(node.lineno, f"private name {source_module}.{alias.name}")
+                    continue
+                child = _child(module, alias.name)
+                if child is not None:
+                    bound[alias.asname or alias.name] = child
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            # __import__("dxrf.x") / importlib.import_module("dxrf.x")
+            func = node.func
+            called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+            target = node.args[0].value
+            if called in ("__import__", "import_module") and isinstance(target, str) and _is_dxrf(target):
+                if not _is_workflow(target) and _public_module(target) is None:
+                    refuse(node.lineno, f"private module {target}")
+
+    for line, code in _embedded_scripts(tree):
+        for text in private_uses(code, filename, name):
+            where, _, what = text.partition(": ")
+            refuse(line + int(where.rpartition(":")[2]) - 1, what)
+
+    inner = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute) or id(node) in inner:
             continue
-        if any(part.startswith("_") for part in module.split(".")):
-            bad.append(f"{path.name}:{line}: private module {module}")
-        bad.extend(f"{path.name}:{line}: private name {module}.{n}" for n in names if n.startswith("_"))
-    return bad
+        root, attrs = _chain(node)
+        if root not in bound:
+            continue
+        current: object = bound[root]
+        path = [getattr(current, "__module__", None) or "", getattr(current, "__qualname__", None) or root]
+        if isinstance(current, ModuleType):
+            path = [current.__name__]
+        path = [p for p in path if p]
+        for attr in attrs:
+            path.append(attr)
+            if isinstance(current, ModuleType):
+                if _is_workflow(current.__name__):
+                    break
+                if attr not in _exported(current):
+                    refuse(node.lineno, f"private name {'.'.join(path)}")
+                    break
+                current = _child(current, attr)
+            elif attr.startswith("_") and not (attr.startswith("__") and attr.endswith("__")):
+                refuse(node.lineno, f"private attribute {'.'.join(path)}")
+                break
+            else:
+                current = getattr(current, attr, None)
+    return [text for _, text in sorted(bad)]
+
+
+def test_the_public_name_check_finds_every_kind_of_private_use():
+    # the detector itself must be able to fail: each line below breaks the rule once
+    source = """
+import dxrf.stats.tiles
+import dxrf.io
+from dxrf.io.files import describe
+from dxrf.io import _describe
+from dxrf.features import samplers
+from dxrf import FeatureStats
+dxrf.io.files.check_destination
+dxrf.datasets.loaders.load
+samplers.weighted_pairs
+FeatureStats._private
+__import__("dxrf.stats.compensated")
+SCRIPT = '''
+import dxrf
+M = {m}
+dxrf.io.files.check_destination
+'''
+"""
+    assert private_uses(source, "w.py") == [
+        "w.py:2: private module dxrf.stats.tiles",
+        "w.py:4: private module dxrf.io.files",
+        "w.py:5: private name dxrf.io._describe",
+        "w.py:8: private name dxrf.io.files",
+        "w.py:9: private name dxrf.datasets.loaders",
+        "w.py:10: private name dxrf.features.samplers.weighted_pairs",
+        "w.py:11: private attribute dxrf.stats.feature_stats.FeatureStats._private",
+        "w.py:12: private module dxrf.stats.compensated",
+        "w.py:16: private name dxrf.io.files",
+    ]
+    fine = """
+import dxrf
+import dxrf.io
+from dxrf import RandomFourierFeatures, stats
+from dxrf.features import samplers
+from dxrf.learners import solve_ridge
+from . import _common
+from ._paper import say
+from dxrf.workflows._common import peak_rss
+dxrf.io.open_zarr
+dxrf.learners.solve_ridge
+dxrf.RandomFourierFeatures.fit
+stats.score_models
+samplers.iid_frequencies
+__import__("dxrf.io")
+"""
+    assert private_uses(fine) == []
 
 
 @pytest.mark.parametrize("path", sorted(WORKFLOWS.glob("*.py")), ids=lambda p: p.name)
 def test_workflows_use_public_names_only(path):
-    assert _private_uses(path) == []
+    assert private_uses(path.read_text(encoding="utf-8"), path.name, "dxrf.workflows." + path.stem) == []
+
+
+@pytest.mark.parametrize("package", ["dxrf", *sorted(f"dxrf.{p}" for p in SUBPACKAGES)])
+def test_every_public_name_exists(package):
+    # the rule above trusts the __all__ lists: each must name what the package really holds
+    module = importlib.import_module(package)
+    assert [n for n in getattr(module, "__all__", ()) if not hasattr(module, n)] == []
