@@ -9,6 +9,7 @@ statistics (sub-blocks, no further pass) to the solver.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 
 import dask.array as da
@@ -17,7 +18,7 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dxrf.core.labels import class_labels, encode_classes
-from dxrf.core.memory import check_statistics
+from dxrf.core.memory import check_statistics, checked_pass
 from dxrf.core.target_scale import scale_of, unscale
 from dxrf.core.validation import check_fraction, check_X, is_dask, is_integer
 from dxrf.core.weights import check_sample_weight, combined_weight
@@ -222,6 +223,8 @@ class RandomFeatureModel(SaveMixin, BaseEstimator):
         """
         features = self._make_features()
         validation = check_validation(validation, X.shape[0])
+        # a pass refused before the features are drawn (here or by the selector) is not checked again
+        once = checked_pass
         if is_selector(features):
             candidates = features.make_candidates(X, groups=1 if validation is None else 2, sample_weight=sample_weight)
             passes = features.n_passes_
@@ -237,22 +240,28 @@ class RandomFeatureModel(SaveMixin, BaseEstimator):
                     int(m), "n_components", "use fewer features (the feature map's n_components), or more memory",
                     groups=1 if validation is None else 2, X=X, algebra=1 if single else 4,
                 )
+            else:
+                once = contextlib.nullcontext  # not refused yet: accumulate checks the pass
             kernel = self._fit_map(features, X, sample_weight)
             passes = self.n_passes_
+            if once is checked_pass and kernel.n_components > int(m):
+                once = contextlib.nullcontext  # more features than checked for: accumulate checks them
         sample = features.row_sample(int(X.shape[0])) if hasattr(features, "row_sample") else None
         if sample is not None:
             # two-stage selection: the candidates over a hashed row sample (pass
             # 1), then only the selected features over all rows (pass 2)
-            first = accumulate(X, Y, kernel, split=validation, split_seed=validation_seed,
-                               subsample=sample[0], subsample_seed=sample[1], sample_weight=sample_weight)
+            with once():
+                first = accumulate(X, Y, kernel, split=validation, split_seed=validation_seed,
+                                   subsample=sample[0], subsample_seed=sample[1], sample_weight=sample_weight)
             features.fit_from_stats(candidates, first[0] if validation is not None else first, task=task,
                                     classes=classes)
             kernel = features.kernel_
             passes += 1
         in_landmarks = single_penalty and validation is None and not is_selector(features) and \
             solves_in_landmark_basis(kernel)
-        stats = accumulate(X, Y, landmark_values(kernel) if in_landmarks else kernel, split=validation,
-                           split_seed=validation_seed, sample_weight=sample_weight)
+        with once():
+            stats = accumulate(X, Y, landmark_values(kernel) if in_landmarks else kernel, split=validation,
+                               split_seed=validation_seed, sample_weight=sample_weight)
         passes += 1
         if in_landmarks:
             stats = LandmarkStats(stats, kernel)

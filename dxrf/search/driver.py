@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from dxrf.core.memory import check_statistics
+from dxrf.core.memory import check_statistics, checked_pass
 from dxrf.core.validation import is_dask, is_integer
 from dxrf.features.maps import fit_map
 from dxrf.features.nystroem import landmark_kernel, uniform_landmarks
@@ -77,7 +77,8 @@ class _Reader:
     def __call__(self, kernels: list) -> list:
         split = {"folds": self.plan.cv} if self.plan.kind == "kfold" else {"split": self.plan.cv}
         start = time.perf_counter()
-        out = accumulate(self.X, self.T, kernels, split_seed=self.s.cv_seed, sample_weight=self.w, **split)
+        with checked_pass():  # refused by _plan, before any feature was drawn
+            out = accumulate(self.X, self.T, kernels, split_seed=self.s.cv_seed, sample_weight=self.w, **split)
         self.passes += 1
         self.seconds += time.perf_counter() - start
         _check_rows(out[0], self.plan.kind, self.s.cv, self.X.shape[0])
