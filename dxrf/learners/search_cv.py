@@ -9,6 +9,10 @@ one selection) and every ridge penalty ``alpha`` is validated exactly, and
 the best configuration is refitted on all rows from the same statistics.
 With ``features="nystroem"`` the candidates are Nyström landmarks drawn by one
 race pass, whitened per (bandwidth, M) (:mod:`dxrf.search.landmarks`).
+
+The estimators only check their parameters, delegate to the search driver
+(:func:`dxrf.search.driver.run_search`) and store what it found; the refit's
+ridge solve and the logistic refit are the ridge and classifier bases'.
 """
 
 from __future__ import annotations
@@ -33,7 +37,6 @@ from dxrf.search.settings import (
     DEFAULT_ALPHAS,
     DEFAULT_BANDWIDTHS,
     DEFAULT_N_COMPONENTS,
-    FEATURES,
     LEVERAGE_ROWS,
     SCORINGS,
     SearchSettings,
