@@ -16,7 +16,10 @@ smallest ``memory_limit`` of the active distributed client's workers.
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
+from contextvars import ContextVar
 from typing import NamedTuple
 
 __all__ = [
@@ -25,6 +28,7 @@ __all__ = [
     "worker_memory_limit",
     "check_allocation",
     "check_pass",
+    "checked_pass",
     "check_statistics",
     "check_task",
     "local_threads",
@@ -176,6 +180,27 @@ def check_allocation(nbytes: int, what: str, advice: str, *, limit: Limit | None
     _refuse(int(nbytes), what, advice, memory_limit() if limit is None else limit)
 
 
+#: True while a pass runs that its caller already checked (see :func:`checked_pass`)
+_PASS_CHECKED: ContextVar[bool] = ContextVar("dxrf_pass_checked", default=False)
+
+
+@contextlib.contextmanager
+def checked_pass() -> Iterator[None]:
+    """Within this block the pass about to run is already checked: :func:`check_pass` is not repeated.
+
+    A learner refuses a pass with :func:`check_statistics` before it draws the
+    features (the message names its parameter), and :func:`dxrf.accumulate`
+    checks the pass it runs; the engine's run of that pass would check its
+    partials a third time. Each caller that checked wraps the next level in
+    this block, so each pass is checked once, by the caller that knows most.
+    """
+    token = _PASS_CHECKED.set(True)
+    try:
+        yield
+    finally:
+        _PASS_CHECKED.reset(token)
+
+
 def check_pass(partial_bytes: int, client_bytes: int, what: str, advice: str, *, concurrency: int = 1) -> None:
     """Refuse a pass whose partial results or client-side result cannot fit.
 
@@ -197,6 +222,8 @@ def check_pass(partial_bytes: int, client_bytes: int, what: str, advice: str, *,
     concurrency : int, default 1
         Threads of an in-process pass.
     """
+    if _PASS_CHECKED.get():
+        return  # the caller checked this pass already
     partial_bytes = max(0, int(partial_bytes))
     worker = worker_memory_limit()
     from dxrf.core.progress import active_client

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import numbers
 import warnings
+from collections.abc import Callable, Mapping
 
 import dask.array as da
 import numpy as np
@@ -32,6 +34,9 @@ __all__ = [
     "check_progress",
     "check_seed",
     "check_subset",
+    "Rule",
+    "rule",
+    "check_parameters",
 ]
 
 
@@ -292,3 +297,37 @@ def check_dask_matrix(X: da.Array, name: str = "X", n_features: int | None = Non
         )
         X = X.rechunk({1: -1})
     return X
+
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    """How one estimator parameter is checked: ``check(value, name, **options)``.
+
+    ``passes`` holds values accepted as they are (e.g. ``"auto"``); ``named=False``
+    calls ``check(value)`` for checks that name their parameter themselves.
+    """
+
+    check: Callable[..., object]
+    options: Mapping[str, object] = dataclasses.field(default_factory=dict)
+    passes: tuple = ()
+    named: bool = True
+
+    def __call__(self, value: object, name: str) -> object:
+        if any(value is p or (isinstance(value, str) and value == p) for p in self.passes):
+            return value
+        return self.check(value, name, **self.options) if self.named else self.check(value)
+
+
+def rule(check: Callable[..., object], *, passes: tuple = (), named: bool = True, **options: object) -> Rule:
+    """A :class:`Rule`: ``rule(check_choice, choices=("a", "b"))`` checks ``check_choice(value, name, choices=...)``."""
+    return Rule(check, options, passes, named)
+
+
+def check_parameters(estimator: object, rules: Mapping[str, Rule]) -> dict[str, object]:
+    """Check each parameter of ``estimator`` named in ``rules`` once, in the table's order.
+
+    The estimators declare one table per class (the role of scikit-learn's
+    ``_parameter_constraints``), so a parameter is checked in one place, with
+    one message, whichever method needs it. Returns the checked values by name.
+    """
+    return {name: check(getattr(estimator, name), name) for name, check in rules.items()}

@@ -8,6 +8,8 @@ exactly the row repeated that many times.
 
 from __future__ import annotations
 
+import weakref
+
 import dask.array as da
 import numpy as np
 
@@ -27,6 +29,10 @@ def _check_weight_values(w: np.ndarray, name: str) -> None:
         raise ValueError(f"{name} contains NaN or infinity; " + _describe(~np.isfinite(w), "give finite weights"))
     if (w < 0).any():
         raise ValueError(f"{name} contains negative weights; " + _describe(w < 0, "weights must be >= 0"))
+
+
+#: weights this module returned, by id: our own float64 copies, so a second check of one is skipped
+_CHECKED: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 
 def check_sample_weight(sample_weight: object, n: int, name: str = "sample_weight") -> np.ndarray | da.Array | None:
@@ -51,6 +57,8 @@ def check_sample_weight(sample_weight: object, n: int, name: str = "sample_weigh
     """
     if sample_weight is None:
         return None
+    if _CHECKED.get(id(sample_weight)) is sample_weight and sample_weight.shape == (n,):
+        return sample_weight  # checked once already (the estimator's fit, then its pass): never twice
     check_not_sparse(sample_weight, name)
     if not is_dask(sample_weight):
         w = np.asarray(sample_weight)
@@ -77,6 +85,9 @@ def check_sample_weight(sample_weight: object, n: int, name: str = "sample_weigh
         total = w.sum()
     if not total > 0:
         raise ValueError(f"{name} sums to zero: at least one row needs a positive weight")
+    if w is sample_weight and not is_dask(w):  # the caller's own mutable array: not ours to vouch for later
+        return w
+    _CHECKED[id(w)] = w
     return w
 
 

@@ -17,23 +17,17 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dxrf.core.labels import class_labels, encode_classes
-from dxrf.core.memory import check_statistics
 from dxrf.core.target_scale import scale_of, unscale
-from dxrf.core.validation import check_fraction, check_X, is_dask, is_integer
+from dxrf.core.validation import check_fraction, check_X, is_dask
 from dxrf.core.weights import check_sample_weight, combined_weight
 from dxrf.engine import map_rows
 from dxrf.features.kernel import FeatureKernel
-from dxrf.features.maps import RandomFourierFeatures, fit_map
+from dxrf.features.maps import RandomFourierFeatures
 from dxrf.persist.format import SaveMixin
-from dxrf.stats.feature_stats import FeatureStats, accumulate
-from dxrf.solvers.landmark_solve import LandmarkStats, landmark_values, solves_in_landmark_basis
+from dxrf.stats.feature_stats import FeatureStats
+from dxrf.solvers.features_pass import features_pass, fit_feature_map, is_selector
 
 __all__ = ["RandomFeatureModel", "TargetScaleMixin", "is_selector", "linear_predict", "check_validation"]
-
-
-def is_selector(obj: object) -> bool:
-    """True for a dxrf selector (ELSS, EERF, LKRF), which chooses among candidates."""
-    return hasattr(obj, "make_candidates") and hasattr(obj, "fit_from_stats")
 
 
 def check_validation(validation: object, n: int | None = None) -> object:
@@ -141,14 +135,9 @@ class RandomFeatureModel(SaveMixin, BaseEstimator):
         Sets ``n_passes_``: a bandwidth estimated from sampled rows reads X once.
         ``sample_weight`` weighs a median bandwidth's rows (:func:`~dxrf.features.maps.fit_map`).
         """
-        fit_map(features, X, sample_weight)
-        kernel = getattr(features, "kernel_", None)
-        if not isinstance(kernel, FeatureKernel):
-            raise TypeError(f"features must be a dxrf feature map with a fitted kernel_, got {type(features).__name__}")
+        kernel, self.n_passes_ = fit_feature_map(features, X, sample_weight)
         self.features_ = features
         self.kernel_ = kernel
-        # reads of X by the map's fit: its own count (Nystroem landmarks), else a median bandwidth's sample
-        self.n_passes_ = int(getattr(features, "n_passes_", isinstance(features.get_params().get("bandwidth"), str)))
         return kernel
 
     def _validate_X(self, X: object, reset: bool) -> np.ndarray | da.Array:
@@ -220,53 +209,13 @@ class RandomFeatureModel(SaveMixin, BaseEstimator):
         weighs every statistic, hence the selection and the solve, and a
         ``"median"`` bandwidth's rows.
         """
-        features = self._make_features()
-        validation = check_validation(validation, X.shape[0])
-        if is_selector(features):
-            candidates = features.make_candidates(X, groups=1 if validation is None else 2, sample_weight=sample_weight)
-            passes = features.n_passes_
-            kernel = candidates.kernel_
-        else:
-            m = features.get_params(deep=False).get("n_components")
-            if is_integer(m) and m > 0:
-                # the features' statistics, refused before the features are drawn
-                # one penalty without validation is one Cholesky factorisation of the covariance, in
-                # place: the client holds the Gram and that covariance (a path, PCA or SGD need more)
-                single = single_penalty and validation is None
-                check_statistics(
-                    int(m), "n_components", "use fewer features (the feature map's n_components), or more memory",
-                    groups=1 if validation is None else 2, X=X, algebra=1 if single else 4,
-                )
-            kernel = self._fit_map(features, X, sample_weight)
-            passes = self.n_passes_
-        sample = features.row_sample(int(X.shape[0])) if hasattr(features, "row_sample") else None
-        if sample is not None:
-            # two-stage selection: the candidates over a hashed row sample (pass
-            # 1), then only the selected features over all rows (pass 2)
-            first = accumulate(X, Y, kernel, split=validation, split_seed=validation_seed,
-                               subsample=sample[0], subsample_seed=sample[1], sample_weight=sample_weight)
-            features.fit_from_stats(candidates, first[0] if validation is not None else first, task=task,
-                                    classes=classes)
-            kernel = features.kernel_
-            passes += 1
-        in_landmarks = single_penalty and validation is None and not is_selector(features) and \
-            solves_in_landmark_basis(kernel)
-        stats = accumulate(X, Y, landmark_values(kernel) if in_landmarks else kernel, split=validation,
-                           split_seed=validation_seed, sample_weight=sample_weight)
-        passes += 1
-        if in_landmarks:
-            stats = LandmarkStats(stats, kernel)
-        train, valid = stats if validation is not None else (stats, None)
-        if is_selector(features) and sample is None:
-            features.fit_from_stats(candidates, train, task=task, classes=classes)
-            idx, scales = features.selected_, features.scales_
-            train = train.subset(idx, scales)
-            valid = None if valid is None else valid.subset(idx, scales)
-            kernel = features.kernel_
-        self.features_ = features
-        self.kernel_ = kernel
-        self.n_passes_ = passes
-        return train, valid
+        done = features_pass(
+            self._make_features(), X, Y, validation=check_validation(validation, X.shape[0]),
+            validation_seed=validation_seed, task=task, classes=classes, sample_weight=sample_weight,
+            single_penalty=single_penalty,
+        )
+        self.features_, self.kernel_, self.n_passes_ = done.features, done.kernel, done.n_passes
+        return done.train, done.valid
 
     def _check_fitted(self) -> None:
         check_is_fitted(self, "kernel_")

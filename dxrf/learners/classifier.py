@@ -9,18 +9,148 @@ from sklearn.base import ClassifierMixin
 from sklearn.utils.metaestimators import available_if
 
 from dxrf.core.labels import encode_classes
-from dxrf.core.validation import check_choice, is_dask
+from dxrf.core.validation import check_choice, check_int, check_nonnegative, check_parameters, is_dask, rule
 from dxrf.core.weights import check_class_weight, check_sample_weight, combined_weight
 from dxrf.learners._base import RandomFeatureModel, is_selector, linear_predict
 from dxrf.learners.partial import PartialFitMixin, check_batch_labels, partial_classes
-from dxrf.learners.ridge import _RidgeSolveMixin, check_alphas
+from dxrf.learners.ridge import RIDGE_RULES, _RidgeSolveMixin
 
-__all__ = ["RandomFeatureClassifier", "LOSSES", "encode_classes"]
+__all__ = ["RandomFeatureClassifier", "LOSSES", "SOLVER_RULES", "encode_classes"]
 
 LOSSES = ("squared", "logistic", "multinomial")
 
+#: the logistic solvers' options: whatever the loss, a bad value is bad before it matters
+SOLVER_RULES = {
+    "max_iter": rule(check_int),
+    "tol": rule(check_nonnegative, what="a finite number >= 0"),
+}
 
-class RandomFeatureClassifier(PartialFitMixin, _RidgeSolveMixin, ClassifierMixin, RandomFeatureModel):
+#: each parameter checked once per fit; the checks that span several follow in ``_check_params``
+CLASSIFIER_RULES = {
+    "loss": rule(check_choice, choices=LOSSES),
+    "class_weight": rule(check_class_weight, named=False),
+    **SOLVER_RULES,
+    **RIDGE_RULES,
+}
+
+
+class _RidgeClassifier(_RidgeSolveMixin, ClassifierMixin, RandomFeatureModel):
+    """A linear classifier on fitted features: the logistic refits, scores and prediction (no ``fit``).
+
+    :class:`RandomFeatureClassifier` adds ``fit`` and ``partial_fit``;
+    :class:`dxrf.RandomFeatureClassifierCV` adds the search's ``fit``.
+    """
+
+    def _set_class_coef(self, coef: np.ndarray) -> None:
+        """``coef_`` (k, M) and ``intercept_`` from a ridge solution of shape (M, k) on the +-1 class columns."""
+        self.coef_ = coef.T
+        self.intercept_ = self._intercept
+        self.n_iter_ = 1
+
+    def _logistic_refit(self, X, T, kernel, sample_weight=None) -> RandomFeatureClassifier:
+        """Logistic regression on ``kernel``'s features with penalty ``alpha_``; its passes are added to ``n_passes_``."""
+        from dxrf.solvers.logistic import fit_logistic
+
+        if self.loss == "multinomial":
+            return self._multinomial_refit(X, T, kernel, sample_weight)
+        result = fit_logistic(
+            X, T, kernel, alpha=self.alpha_, solver=self.solver, max_iter=self.max_iter,
+            tol=self.tol, fit_intercept=self.fit_intercept, hessian_rows=self.hessian_rows,
+            sample_weight=sample_weight,
+        )
+        self.coef_ = np.asarray(result.coef).T
+        self.intercept_ = np.asarray(result.intercept)
+        self.n_iter_ = int(result.n_iter)
+        self.n_passes_ += int(result.n_passes)
+        self.solver_ = result.solver
+        self.hessian_rows_ = int(result.hessian_rows)
+        self.converged_ = bool(result.converged)
+        return self
+
+    def _multinomial_refit(self, X, T, kernel, sample_weight=None) -> RandomFeatureClassifier:
+        from dxrf.solvers.logistic import fit_multinomial
+
+        if T.shape[1] == 1:  # two classes: the one +-1 column becomes one-hot columns
+            T = (da if is_dask(T) else np).concatenate([-T, T], axis=1)
+        result = fit_multinomial(
+            X, T, kernel, alpha=self.alpha_, solver=self.solver, max_iter=self.max_iter,
+            tol=self.tol, fit_intercept=self.fit_intercept, hessian_rows=self.hessian_rows,
+            sample_weight=sample_weight,
+        )
+        coef, intercept = result.coef.T, result.intercept
+        if coef.shape[0] == 2:
+            # softmax([f0, f1]) = [1 - expit(f1 - f0), expit(f1 - f0)]: the binary layout
+            coef, intercept = coef[1:] - coef[:1], intercept[1:] - intercept[:1]
+        self.coef_ = np.ascontiguousarray(coef)
+        self.intercept_ = np.asarray(intercept)
+        self.n_iter_ = int(result.n_iter)
+        self.n_passes_ += int(result.n_passes)
+        self.solver_ = result.solver
+        self.hessian_rows_ = 0
+        self.converged_ = bool(result.converged)
+        return self
+
+    def decision_function(self, X: np.ndarray | da.Array) -> np.ndarray | da.Array:
+        """Scores: shape (n_samples,) for two classes, (n_samples, n_classes) otherwise."""
+        self._check_fitted()
+        X = self._validate_X(X, reset=False)
+        scores = linear_predict(X, self.kernel_, self.coef_.T, self.intercept_)
+        return scores[:, 0] if self.coef_.shape[0] == 1 else scores
+
+    def predict(self, X: np.ndarray | da.Array) -> np.ndarray | da.Array:
+        """Class labels (lazy for dask input)."""
+        scores = self.decision_function(X)
+        classes = self.classes_
+        if is_dask(scores):
+            if scores.ndim == 1:
+                return scores.map_blocks(lambda s: classes[(s > 0).astype(np.intp)], dtype=classes.dtype)
+            return scores.map_blocks(lambda s: classes[np.argmax(s, axis=1)], drop_axis=1, dtype=classes.dtype)
+        if scores.ndim == 1:
+            return classes[(scores > 0).astype(np.intp)]
+        return classes[np.argmax(scores, axis=1)]
+
+    def _is_logistic(self) -> bool:
+        return self.loss in ("logistic", "multinomial")
+
+    @available_if(_is_logistic)
+    def predict_proba(self, X: np.ndarray | da.Array) -> np.ndarray | da.Array:
+        """Class probabilities (logistic losses only).
+
+        Multinomial: the softmax of the scores (computed from shifted scores, so
+        no overflow; rows sum to 1). Logistic: one-vs-rest scores normalised
+        for more than two classes.
+        """
+        scores = self.decision_function(X)
+        multinomial = self.loss == "multinomial"
+
+        def proba(s: np.ndarray) -> np.ndarray:
+            if s.ndim == 1:
+                p = expit(s)
+                return np.column_stack([1.0 - p, p])
+            if multinomial:
+                return softmax(s, axis=1)
+            p = expit(s)
+            return p / p.sum(axis=1, keepdims=True)
+
+        if is_dask(scores):
+            k = max(2, self.classes_.size)
+            if scores.ndim == 1:
+                return scores.map_blocks(proba, new_axis=1, chunks=(scores.chunks[0], (k,)), dtype=np.float64)
+            return scores.map_blocks(proba, dtype=np.float64)
+        return proba(scores)
+
+    @available_if(_is_logistic)
+    def predict_log_proba(self, X: np.ndarray | da.Array) -> np.ndarray | da.Array:
+        """Logarithm of :meth:`predict_proba` (multinomial: ``log_softmax`` of the scores, finite)."""
+        if self.loss == "multinomial":
+            scores = self.decision_function(X)
+            if scores.ndim == 2:
+                return scores.map_blocks(log_softmax, axis=1, dtype=np.float64) if is_dask(scores) else log_softmax(scores, axis=1)
+        p = self.predict_proba(X)
+        return da.log(p) if is_dask(p) else np.log(p)
+
+
+class RandomFeatureClassifier(PartialFitMixin, _RidgeClassifier):
     """Linear classifier on random features.
 
     - ``loss="squared"``: least-squares classification (Rahimi & Recht): a
@@ -138,12 +268,7 @@ class RandomFeatureClassifier(PartialFitMixin, _RidgeSolveMixin, ClassifierMixin
 
     def _check_params(self) -> np.ndarray | None:
         """Validate the parameters (also run on a loaded model); return the alpha grid or None."""
-        from dxrf.solvers.logistic.fit import check_solver_options
-
-        check_choice(self.loss, "loss", LOSSES)
-        check_class_weight(self.class_weight)
-        check_solver_options(self.max_iter, self.tol)  # whatever the loss: a bad value is bad before it matters
-        grid = check_alphas(self.alpha, self.alphas)
+        grid = check_parameters(self, CLASSIFIER_RULES)["alphas"]
         if self.loss != "squared" and grid is not None:
             raise ValueError(f"alphas (a one-pass penalty path) is available for loss='squared'; for {self.loss} use alpha")
         if self.loss != "squared" and self.alpha <= 0:
@@ -181,10 +306,7 @@ class RandomFeatureClassifier(PartialFitMixin, _RidgeSolveMixin, ClassifierMixin
                 X, T, validation=validation, validation_seed=self.validation_seed,
                 task="classification", classes=self.classes_, sample_weight=w, single_penalty=grid is None,
             )
-            coef = self._solve_on_stats(train, valid, grid)
-            self.coef_ = coef.T
-            self.intercept_ = self._intercept
-            self.n_iter_ = 1
+            self._set_class_coef(self._solve_on_stats(train, valid, grid))
             return self
         return self._fit_logistic(X, T, w)
 
@@ -231,10 +353,7 @@ class RandomFeatureClassifier(PartialFitMixin, _RidgeSolveMixin, ClassifierMixin
         check_batch_labels(y, known)
         self.classes_ = known
         w = combined_weight(check_sample_weight(sample_weight, int(X.shape[0])), self.class_weight, known, y)
-        coef = self._partial_update(X, encode_classes(y, known), first, w)
-        self.coef_ = coef.T
-        self.intercept_ = self._intercept
-        self.n_iter_ = 1
+        self._set_class_coef(self._partial_update(X, encode_classes(y, known), first, w))
         return self
 
     def _fit_logistic(self, X, T, sample_weight=None) -> RandomFeatureClassifier:
@@ -246,105 +365,3 @@ class RandomFeatureClassifier(PartialFitMixin, _RidgeSolveMixin, ClassifierMixin
             self._fit_map(features, X, sample_weight)
         self.alpha_ = float(self.alpha)
         return self._logistic_refit(X, T, self.kernel_, sample_weight)
-
-    def _logistic_refit(self, X, T, kernel, sample_weight=None) -> RandomFeatureClassifier:
-        """Logistic regression on ``kernel``'s features with penalty ``alpha_``; its passes are added to ``n_passes_``."""
-        from dxrf.solvers.logistic import fit_logistic
-
-        if self.loss == "multinomial":
-            return self._multinomial_refit(X, T, kernel, sample_weight)
-        result = fit_logistic(
-            X, T, kernel, alpha=self.alpha_, solver=self.solver, max_iter=self.max_iter,
-            tol=self.tol, fit_intercept=self.fit_intercept, hessian_rows=self.hessian_rows,
-            sample_weight=sample_weight,
-        )
-        self.coef_ = np.asarray(result.coef).T
-        self.intercept_ = np.asarray(result.intercept)
-        self.n_iter_ = int(result.n_iter)
-        self.n_passes_ += int(result.n_passes)
-        self.solver_ = result.solver
-        self.hessian_rows_ = int(result.hessian_rows)
-        self.converged_ = bool(result.converged)
-        return self
-
-    def _multinomial_refit(self, X, T, kernel, sample_weight=None) -> RandomFeatureClassifier:
-        from dxrf.solvers.logistic import fit_multinomial
-
-        if T.shape[1] == 1:  # two classes: the one +-1 column becomes one-hot columns
-            T = (da if is_dask(T) else np).concatenate([-T, T], axis=1)
-        result = fit_multinomial(
-            X, T, kernel, alpha=self.alpha_, solver=self.solver, max_iter=self.max_iter,
-            tol=self.tol, fit_intercept=self.fit_intercept, hessian_rows=self.hessian_rows,
-            sample_weight=sample_weight,
-        )
-        coef, intercept = result.coef.T, result.intercept
-        if coef.shape[0] == 2:
-            # softmax([f0, f1]) = [1 - expit(f1 - f0), expit(f1 - f0)]: the binary layout
-            coef, intercept = coef[1:] - coef[:1], intercept[1:] - intercept[:1]
-        self.coef_ = np.ascontiguousarray(coef)
-        self.intercept_ = np.asarray(intercept)
-        self.n_iter_ = int(result.n_iter)
-        self.n_passes_ += int(result.n_passes)
-        self.solver_ = result.solver
-        self.hessian_rows_ = 0
-        self.converged_ = bool(result.converged)
-        return self
-
-    def decision_function(self, X: np.ndarray | da.Array) -> np.ndarray | da.Array:
-        """Scores: shape (n_samples,) for two classes, (n_samples, n_classes) otherwise."""
-        self._check_fitted()
-        X = self._validate_X(X, reset=False)
-        scores = linear_predict(X, self.kernel_, self.coef_.T, self.intercept_)
-        return scores[:, 0] if self.coef_.shape[0] == 1 else scores
-
-    def predict(self, X: np.ndarray | da.Array) -> np.ndarray | da.Array:
-        """Class labels (lazy for dask input)."""
-        scores = self.decision_function(X)
-        classes = self.classes_
-        if is_dask(scores):
-            if scores.ndim == 1:
-                return scores.map_blocks(lambda s: classes[(s > 0).astype(np.intp)], dtype=classes.dtype)
-            return scores.map_blocks(lambda s: classes[np.argmax(s, axis=1)], drop_axis=1, dtype=classes.dtype)
-        if scores.ndim == 1:
-            return classes[(scores > 0).astype(np.intp)]
-        return classes[np.argmax(scores, axis=1)]
-
-    def _is_logistic(self) -> bool:
-        return self.loss in ("logistic", "multinomial")
-
-    @available_if(_is_logistic)
-    def predict_proba(self, X: np.ndarray | da.Array) -> np.ndarray | da.Array:
-        """Class probabilities (logistic losses only).
-
-        Multinomial: the softmax of the scores (computed from shifted scores, so
-        no overflow; rows sum to 1). Logistic: one-vs-rest scores normalised
-        for more than two classes.
-        """
-        scores = self.decision_function(X)
-        multinomial = self.loss == "multinomial"
-
-        def proba(s: np.ndarray) -> np.ndarray:
-            if s.ndim == 1:
-                p = expit(s)
-                return np.column_stack([1.0 - p, p])
-            if multinomial:
-                return softmax(s, axis=1)
-            p = expit(s)
-            return p / p.sum(axis=1, keepdims=True)
-
-        if is_dask(scores):
-            k = max(2, self.classes_.size)
-            if scores.ndim == 1:
-                return scores.map_blocks(proba, new_axis=1, chunks=(scores.chunks[0], (k,)), dtype=np.float64)
-            return scores.map_blocks(proba, dtype=np.float64)
-        return proba(scores)
-
-    @available_if(_is_logistic)
-    def predict_log_proba(self, X: np.ndarray | da.Array) -> np.ndarray | da.Array:
-        """Logarithm of :meth:`predict_proba` (multinomial: ``log_softmax`` of the scores, finite)."""
-        if self.loss == "multinomial":
-            scores = self.decision_function(X)
-            if scores.ndim == 2:
-                return scores.map_blocks(log_softmax, axis=1, dtype=np.float64) if is_dask(scores) else log_softmax(scores, axis=1)
-        p = self.predict_proba(X)
-        return da.log(p) if is_dask(p) else np.log(p)

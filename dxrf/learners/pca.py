@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import dask.array as da
 import numpy as np
-import scipy.linalg
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from dxrf.core.validation import check_bool, check_fraction, check_positive_int, is_dask, is_integer
+from dxrf.core.validation import check_bool, check_fraction, check_parameters, check_positive_int, is_dask, is_integer, rule
 from dxrf.core.weights import check_sample_weight
 from dxrf.engine import map_rows
 from dxrf.features.kernel import FeatureKernel
 from dxrf.learners._base import RandomFeatureModel
+from dxrf.solvers.pca_axes import principal_axes
 
 __all__ = ["RandomFeaturePCA"]
 
@@ -40,6 +40,17 @@ def _inverse_block(T: np.ndarray, mean: np.ndarray, components: np.ndarray, scal
     if scale is not None:
         T = T * scale
     return T @ components + mean
+
+
+def _check_n_components(nc: object, name: str) -> object:
+    what = "a positive int, a float in (0, 1) or None"
+    if is_integer(nc):
+        return check_positive_int(nc, name, what=what)
+    return None if nc is None else check_fraction(nc, name, what=what)
+
+
+#: each parameter checked once per fit
+PCA_RULES = {"whiten": rule(check_bool), "n_components": rule(_check_n_components)}
 
 
 class RandomFeaturePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RandomFeatureModel):
@@ -116,13 +127,7 @@ class RandomFeaturePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Random
         self.random_state = random_state
 
     def _check_params(self) -> None:
-        check_bool(self.whiten, "whiten")
-        nc = self.n_components
-        what = "a positive int, a float in (0, 1) or None"
-        if is_integer(nc):
-            check_positive_int(nc, "n_components", what=what)
-        elif nc is not None:
-            check_fraction(nc, "n_components", what=what)
+        check_parameters(self, PCA_RULES)
 
     def fit(self, X: np.ndarray | da.Array, y: object = None, sample_weight: object = None) -> RandomFeaturePCA:
         """Draw the features and find their principal axes in one pass.
@@ -145,40 +150,14 @@ class RandomFeaturePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Random
         X = self._validate_X(X, reset=True)
         w = check_sample_weight(sample_weight, int(X.shape[0]))
         stats, _ = self._features_pass(X, None, sample_weight=w)
-        n, m = stats.n, stats.n_components
-        limit = min(n, m)
-        nc = self.n_components
-        if is_integer(nc) and nc > limit:
-            raise ValueError(
-                f"n_components={nc} must be <= min(n_samples={n}, n_features_out={m}) = {limit}"
-            )
-        cov = stats.covariance()
-        cov = (cov + cov.T) / 2
-        if nc is None or isinstance(nc, float):
-            evals, evecs = scipy.linalg.eigh(cov, check_finite=False)
-        else:
-            evals, evecs = scipy.linalg.eigh(cov, subset_by_index=[m - nc, m - 1], check_finite=False)
-        evals, evecs = np.maximum(evals[::-1], 0.0), evecs[:, ::-1]
-        total = float(np.trace(cov))
-        ratio = evals / total if total > 0 else np.zeros_like(evals)
-        if nc is None:
-            keep = limit
-        elif isinstance(nc, float):
-            keep = min(int(np.searchsorted(np.cumsum(ratio), nc, side="left")) + 1, limit)
-        else:
-            keep = int(nc)
-        evals, evecs, ratio = evals[:keep], evecs[:, :keep], ratio[:keep]
-        # scikit-learn's sign convention: the largest |entry| of each axis is positive
-        big = np.argmax(np.abs(evecs), axis=0)
-        evecs = evecs * np.sign(evecs[big, np.arange(keep)])
-        ddof = max(n - 1, 1)
-        self.components_ = np.ascontiguousarray(evecs.T)
-        self.explained_variance_ = evals * n / ddof
-        self.explained_variance_ratio_ = ratio
-        self.singular_values_ = np.sqrt(evals * n)
-        self.mean_ = stats.mean()
-        self.n_components_ = keep
-        self.n_samples_ = n
+        axes = principal_axes(stats, self.n_components)
+        self.components_ = axes.components
+        self.explained_variance_ = axes.explained_variance
+        self.explained_variance_ratio_ = axes.explained_variance_ratio
+        self.singular_values_ = axes.singular_values
+        self.mean_ = axes.mean
+        self.n_components_ = axes.n_components
+        self.n_samples_ = axes.n_samples
         return self
 
     @property

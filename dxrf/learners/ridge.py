@@ -6,7 +6,7 @@ import dask.array as da
 import numpy as np
 from sklearn.base import RegressorMixin
 
-from dxrf.core.validation import check_nonnegative
+from dxrf.core.validation import check_nonnegative, check_parameters, rule
 from dxrf.core.weights import check_sample_weight
 from dxrf.stats.feature_stats import FeatureStats
 from dxrf.learners._base import RandomFeatureModel, TargetScaleMixin, linear_predict
@@ -15,6 +15,13 @@ from dxrf.learners.partial import PartialFitMixin
 from dxrf.solvers.ridge_path import check_alpha_grid, mse_from_stats, ridge_path, solve_ridge, statistics_rtol
 
 __all__ = ["RandomFeatureRidge", "check_alphas"]
+
+
+#: ``alpha`` (a non-negative number) and ``alphas`` (None or a 1-d grid), checked once per fit
+RIDGE_RULES = {
+    "alpha": rule(check_nonnegative),
+    "alphas": rule(check_alpha_grid, named=False, passes=(None,)),
+}
 
 
 def check_alphas(alpha: object, alphas: object) -> np.ndarray | None:
@@ -83,7 +90,39 @@ class _RidgeSolveMixin:
         return coef
 
 
-class RandomFeatureRidge(PartialFitMixin, _RidgeSolveMixin, TargetScaleMixin, RegressorMixin, RandomFeatureModel):
+class _RidgeRegressor(_RidgeSolveMixin, TargetScaleMixin, RegressorMixin, RandomFeatureModel):
+    """A ridge regressor on fitted features: coefficients, prediction (no fitting of its own).
+
+    :class:`RandomFeatureRidge` adds ``fit`` and ``partial_fit``;
+    :class:`dxrf.RandomFeatureRidgeCV` adds the search's ``fit`` (and no
+    ``partial_fit``: its search needs all the rows).
+    """
+
+    def _set_regression_coef(self, coef: np.ndarray, one_d: bool) -> None:
+        """``coef_`` (M,) or (k, M) and ``intercept_`` from a solution of shape (M, k)."""
+        self.coef_ = coef[:, 0] if one_d else coef.T
+        self.intercept_ = float(self._intercept[0]) if one_d else self._intercept
+
+    def __sklearn_tags__(self):  # noqa: D105
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
+    def predict(self, X: np.ndarray | da.Array) -> np.ndarray | da.Array:
+        """Predict; lazy (fused with the features) for dask input.
+
+        Returns
+        -------
+        ndarray or dask array of shape (n_samples,) or (n_samples, k)
+        """
+        self._check_fitted()
+        X = self._validate_X(X, reset=False)
+        coef = self.coef_[:, None] if self.coef_.ndim == 1 else self.coef_.T
+        out = linear_predict(X, self.kernel_, coef, np.atleast_1d(self.intercept_))
+        return self._to_data_units(out[:, 0] if self.coef_.ndim == 1 else out)
+
+
+class RandomFeatureRidge(PartialFitMixin, _RidgeRegressor):
     """Ridge regression on random features, solved from one pass of statistics.
 
     Minimises ``(1/N) |Y - Z theta - 1 beta^T|^2 + alpha |theta|^2`` with ``Z``
@@ -248,30 +287,7 @@ class RandomFeatureRidge(PartialFitMixin, _RidgeSolveMixin, TargetScaleMixin, Re
 
     def _check_params(self) -> np.ndarray | None:
         """Validate the parameters (also run on a loaded model); return the alpha grid or None."""
-        return check_alphas(self.alpha, self.alphas)
-
-    def _set_regression_coef(self, coef: np.ndarray, one_d: bool) -> None:
-        """``coef_`` (M,) or (k, M) and ``intercept_`` from a solution of shape (M, k)."""
-        self.coef_ = coef[:, 0] if one_d else coef.T
-        self.intercept_ = float(self._intercept[0]) if one_d else self._intercept
-
-    def __sklearn_tags__(self):  # noqa: D105
-        tags = super().__sklearn_tags__()
-        tags.target_tags.multi_output = True
-        return tags
-
-    def predict(self, X: np.ndarray | da.Array) -> np.ndarray | da.Array:
-        """Predict; lazy (fused with the features) for dask input.
-
-        Returns
-        -------
-        ndarray or dask array of shape (n_samples,) or (n_samples, k)
-        """
-        self._check_fitted()
-        X = self._validate_X(X, reset=False)
-        coef = self.coef_[:, None] if self.coef_.ndim == 1 else self.coef_.T
-        out = linear_predict(X, self.kernel_, coef, np.atleast_1d(self.intercept_))
-        return self._to_data_units(out[:, 0] if self.coef_.ndim == 1 else out)
+        return check_parameters(self, RIDGE_RULES)["alphas"]
 
 
 def is_float(a: object) -> bool:

@@ -64,6 +64,8 @@ from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.utils.metaestimators import available_if
 
 from dxrf.core.validation import (
+    check_parameters,
+    rule,
     check_bool,
     check_choice,
     check_nonnegative,
@@ -73,8 +75,6 @@ from dxrf.core.validation import (
     is_integer,
     make_rng,
 )
-from dxrf.core.options import Options, resolve_options
-from dxrf.stats.feature_stats import hashed_split
 from dxrf.core.target_scale import scale_of
 from dxrf.core.weights import check_class_weight, check_sample_weight, combined_weight
 from dxrf.learners._base import RandomFeatureModel, TargetScaleMixin, check_validation, is_selector, linear_predict
@@ -91,20 +91,31 @@ LOSSES = ("squared", "hinge", "logistic")
 MODES = ("sequential", "averaging")
 # a selector's candidate pass accumulates an M0 x M0 Gram: at most 2 GiB of float64
 MAX_SELECTOR_CANDIDATES = 16384
-_STEP_SAMPLE_ROWS = 1000
 
 
 from dxrf.learners.sgd_docs import _COMMON_ATTRS, _COMMON_PARAMS, _REFERENCES
-from dxrf.solvers.sgd_passes import _Config, _Data, _Runner, _State, _VALIDATION_SEED
+from dxrf.solvers.sgd_fit import SGDFit, SGDOptions, fit_sgd, partial_sgd, split_rows
+from dxrf.solvers.sgd_passes import _VALIDATION_SEED
 
 
 # -- the estimators -----------------------------------------------------------------
 
 
-def _sample_rows(X: np.ndarray | da.Array, rng: np.random.Generator, size: int) -> np.ndarray:
-    n = X.shape[0]
-    sample = X if n <= size else X[np.sort(rng.choice(n, size=size, replace=False))]
-    return np.asarray(sample.compute() if is_dask(sample) else sample)
+#: each parameter checked once per call, in this order ("loss" takes each class's losses)
+SGD_RULES = {
+    "loss": None,
+    "step_size": rule(check_positive_float, passes=("auto",), what="a positive number or 'auto'"),
+    "batch_size": rule(check_positive_int),
+    "max_passes": rule(check_positive_int),
+    "patience": rule(check_positive_int),
+    "tol": rule(check_nonnegative, finite=False),
+    "mode": rule(check_choice, choices=MODES),
+    "early_stopping": rule(check_bool),
+    "fit_intercept": rule(check_bool),
+    "shuffle": rule(check_bool),
+}
+#: what partial_fit uses (no validation rows, so no early stopping or pass budget)
+PARTIAL_PARAMETERS = ("loss", "step_size", "batch_size", "mode", "fit_intercept", "shuffle", "class_weight")
 
 
 class _BaseSGD(RandomFeatureModel):
@@ -145,28 +156,21 @@ class _BaseSGD(RandomFeatureModel):
         self.random_state = random_state
 
     # -- parameters ----------------------------------------------------------------
+    _extra_rules: dict = {}  # a subclass's own parameters
+
     def _check_params(self) -> None:
-        check_choice(self.loss, "loss", self._losses)
-        if self.step_size != "auto":
-            check_positive_float(self.step_size, "step_size", what="a positive number or 'auto'")
-        for name in ("batch_size", "max_passes", "patience"):
-            check_positive_int(getattr(self, name), name)
-        check_nonnegative(self.tol, "tol", finite=False)
-        check_choice(self.mode, "mode", MODES)
-        for name in ("early_stopping", "fit_intercept", "shuffle"):
-            check_bool(getattr(self, name), name)
+        check_parameters(self, self._fit_rules())
         if self.early_stopping and self.validation is None:
             raise ValueError("early_stopping=True needs validation rows: give validation= a fraction or a mask, or set early_stopping=False")
 
     def _check_partial_params(self) -> None:
         """The parameters ``partial_fit`` uses (no validation rows, so no early stopping)."""
-        check_choice(self.loss, "loss", self._losses)
-        if self.step_size != "auto":
-            check_positive_float(self.step_size, "step_size", what="a positive number or 'auto'")
-        check_positive_int(self.batch_size, "batch_size")
-        check_choice(self.mode, "mode", MODES)
-        for name in ("fit_intercept", "shuffle"):
-            check_bool(getattr(self, name), name)
+        check_parameters(self, self._fit_rules(PARTIAL_PARAMETERS))
+
+    def _fit_rules(self, names: tuple[str, ...] | None = None) -> dict:
+        """The class's rules (``SGD_RULES`` with its own losses), all or those of ``names``."""
+        rules = {**SGD_RULES, "loss": rule(check_choice, choices=self._losses), **self._extra_rules}
+        return rules if names is None else {n: rules[n] for n in names if n in rules}
 
     def _shuffle_seed(self) -> int:
         """The seed of the shuffles (the feature map is seeded by the base class)."""
@@ -197,36 +201,23 @@ class _BaseSGD(RandomFeatureModel):
         self._fit_map(self._make_features(), X, weights)
         return None
 
-    def _resolve_step(self, X: Any, rng: np.random.Generator) -> float:
-        """gamma = 1 / L with L = max |z(x)|^2 (+1 for the bias): the smoothness of the squared loss."""
-        if not isinstance(self.step_size, str):
-            return float(self.step_size)
-        kernel = self.kernel_
-        if kernel.activation == "cos":
-            r2 = float(np.sum(kernel.scale**2))  # |cos| <= 1: an exact bound, no data needed
-        else:
-            Z = kernel(_sample_rows(X, rng, _STEP_SAMPLE_ROWS)).astype(np.float64)
-            r2 = float(np.max(np.einsum("ij,ij->i", Z, Z)))
-            self.n_passes_ += 1
-        return 1.0 / (r2 + float(self.fit_intercept)) if r2 + self.fit_intercept > 0 else 1.0
-
-    def _config(self, X: Any, shuffle_seed: int, fraction: float | None, opts: Options) -> _Config:
-        """The constants of the SGD passes over ``X`` with the fitted ``kernel_`` and ``step_size_`` (under ``opts``)."""
-        b = int(self.batch_size)
-        m = self.kernel_.n_components
-        tile_rows = max(opts.min_tile_rows, opts.tile_bytes // (m * self.kernel_.dtype.itemsize))
-        tile_rows = max(b, tile_rows // b * b)  # whole mini-batches per tile
-        return _Config(
-            loss=self.loss,
-            step=self.step_size_,
-            batch_size=b,
-            fit_intercept=bool(self.fit_intercept),
-            shuffle=bool(self.shuffle),
-            seed=shuffle_seed,
-            fraction=fraction,
-            tile_rows=tile_rows,
-            blas_threads=opts.blas_threads if is_dask(X) else None,
+    def _options(self) -> SGDOptions:
+        return SGDOptions(
+            loss=self.loss, step_size=self.step_size, batch_size=self.batch_size, max_passes=self.max_passes,
+            early_stopping=self.early_stopping, patience=self.patience, tol=self.tol, mode=self.mode,
+            fit_intercept=self.fit_intercept, shuffle=self.shuffle, validation=self.validation,
         )
+
+    def _store(self, result: SGDFit) -> None:
+        self.step_size_ = result.step
+        self.coef_ = result.coef
+        self.intercept_ = result.intercept
+        self.n_epochs_ = result.n_epochs
+        self.best_epoch_ = result.best_epoch
+        self.n_iter_ = result.n_iter
+        self.n_passes_ += result.n_passes
+        self.validation_errors_ = result.validation_errors
+        self.train_errors_ = result.train_errors
 
     def _partial_sgd(self, X: Any, Y: Any, first: bool, weights: Any = None) -> None:
         """One SGD pass over the batch, continuing from the current iterate (no validation rows).
@@ -238,133 +229,25 @@ class _BaseSGD(RandomFeatureModel):
         """
         from dxrf.learners.partial import partial_features
 
-        if not is_dask(Y):
-            Y = np.asarray(Y, dtype=np.float64).reshape(X.shape[0], -1)
-        k = Y.shape[1]
         if first:
             partial_features(self, X, weights)
-        elif self.coef_.shape[1] != k:
-            raise ValueError(f"y has {k} output(s), but the model has {self.coef_.shape[1]}")
-        shuffle_seed = self._shuffle_seed()
-        if first:
-            self.step_size_ = self._resolve_step(X, np.random.default_rng([shuffle_seed, 1]))
-        opts = resolve_options()  # once per call: the passes below get them explicitly
-        cfg = self._config(X, shuffle_seed, None, opts)
-        runner = _Runner(_Data(X, Y, None, None, weights), self.kernel_, cfg, False, opts)
-        if first:
-            intercept = np.zeros(k)
-            if self.fit_intercept and self.loss == "squared":
-                ysum, cnt = runner.train_mean()  # as fit: start at the (first batch's) target mean
-                intercept = np.asarray(ysum, dtype=np.float64).reshape(k) / max(cnt, 1)
-            state = _State(np.zeros((self.kernel_.n_components, k)), intercept)
-            epoch, train_errors = 0, []
-        else:
-            state = _State(np.array(self.coef_, dtype=np.float64), np.array(self.intercept_, dtype=np.float64).reshape(k),
-                           int(self.n_iter_))
-            epoch, train_errors = int(self.n_epochs_), list(self.train_errors_)
-        state, _ = runner.epoch(state, epoch, self.mode)
-        self.n_passes_ += 1
-        if not np.all(np.isfinite(state.coef)):
-            raise FloatingPointError(f"SGD diverged in partial_fit (step_size={self.step_size_:.3g}); give a smaller step_size")
-        train_errors.append(state.loss_sum / state.loss_count if state.loss_count else np.nan)
-        self.coef_ = state.coef
-        self.intercept_ = state.intercept
-        self.n_epochs_ = epoch + 1
-        self.best_epoch_ = self.n_epochs_
-        self.n_iter_ = int(state.n_iter)
-        self.validation_errors_ = np.zeros(0)
-        self.train_errors_ = np.asarray(train_errors, dtype=np.float64)
+        previous = None if first else SGDFit(
+            self.coef_, self.intercept_, self.step_size_, int(self.n_epochs_), 0, int(self.n_iter_), 0, np.zeros(0),
+            np.asarray(self.train_errors_),
+        )
+        self._store(partial_sgd(X, Y, self.kernel_, self._options(), seed=self._shuffle_seed(), previous=previous,
+                                weights=weights))
 
     def _fit_sgd(self, X: Any, Y: Any, *, task: str, classes: Any = None, weights: Any = None) -> None:
-        n = X.shape[0]
         if not is_dask(Y):
-            Y = np.asarray(Y, dtype=np.float64).reshape(n, -1)
-        k = Y.shape[1]
-        validation = check_validation(self.validation, n)
-        fraction = validation if isinstance(validation, float) else None
-        mask = None if validation is None or fraction is not None else validation
-        if mask is not None and not is_dask(mask):
-            mask = np.asarray(mask, dtype=bool)
-        if not is_dask(X):
-            local_mask = hashed_split(0, n, fraction, _VALIDATION_SEED) if fraction is not None else mask
-            n_val = 0 if local_mask is None else int(local_mask.sum())
-            if n - n_val == 0:
-                raise ValueError(
-                    f"validation={self.validation!r} leaves no training rows (n_samples={n}); give more rows or validation=None"
-                )
-            if validation is not None and n_val == 0:
-                raise ValueError(
-                    f"validation={self.validation!r} selects no validation rows (n_samples={n}); give more rows or validation=None"
-                )
-
+            Y = np.asarray(Y, dtype=np.float64).reshape(X.shape[0], -1)
+        elif Y.ndim == 1:
+            Y = Y[:, None]
+        validation = check_validation(self.validation, X.shape[0])
+        split = split_rows(X, validation, self.validation)  # before any feature is drawn
         y_mean = self._fit_features(X, Y, validation, task, classes, weights)
-        shuffle_seed = self._shuffle_seed()
-        kernel = self.kernel_
-        m = kernel.n_components
-        self.step_size_ = self._resolve_step(X, np.random.default_rng([shuffle_seed, 1]))
-        opts = resolve_options()  # once per fit: the SGD passes get them explicitly
-        cfg = self._config(X, shuffle_seed, fraction, opts)
-        data = _Data(X, Y, mask, fraction, weights)
-        has_val = validation is not None
-        runner = _Runner(data, kernel, cfg, has_val, opts)
-
-        intercept = np.zeros(k)
-        if self.fit_intercept and self.loss == "squared":
-            if y_mean is None:
-                ysum, cnt = runner.train_mean()
-                y_mean = ysum / cnt if cnt else np.zeros(k)
-            intercept = np.asarray(y_mean, dtype=np.float64).reshape(k).copy()
-        state = _State(np.zeros((m, k)), intercept)
-
-        val_errors: list[float] = []
-        train_errors: list[float] = []
-        best_err, best_state, best_epoch, wait = np.inf, state, 0, 0
-        stopped = False
-
-        def record(err_sum: float, count: int, candidate: _State, epoch: int) -> bool:
-            nonlocal best_err, best_state, best_epoch, wait
-            if count == 0:
-                raise ValueError(f"validation={self.validation!r} selected no validation rows (n_samples={n})")
-            err = err_sum / count
-            val_errors.append(err)
-            if err < best_err * (1.0 - self.tol) or not np.isfinite(best_err):
-                wait = 0
-            else:
-                wait += 1
-            if err < best_err:
-                best_err, best_state, best_epoch = err, candidate, epoch
-            return bool(self.early_stopping) and wait >= self.patience
-
-        epochs = 0
-        for epoch in range(int(self.max_passes)):
-            new_state, (vsum, vcount) = runner.epoch(state, epoch, self.mode)
-            self.n_passes_ += 1
-            epochs += 1
-            if new_state.n_iter == state.n_iter and (epoch == 0):
-                raise ValueError(f"no training rows: validation={self.validation!r} takes every row (n_samples={n})")
-            train_errors.append(new_state.loss_sum / new_state.loss_count if new_state.loss_count else np.nan)
-            if not np.all(np.isfinite(new_state.coef)):
-                raise FloatingPointError(
-                    f"SGD diverged in pass {epoch + 1} (step_size={self.step_size_:.3g}); give a smaller step_size"
-                )
-            stop = has_val and record(vsum, vcount, state, epoch)
-            state = new_state
-            if stop:
-                stopped = True
-                break
-        if has_val and not stopped:
-            vsum, vcount = runner.evaluate(state)
-            self.n_passes_ += 1
-            record(vsum, vcount, state, epochs)
-
-        final = best_state if (has_val and self.early_stopping) else state
-        self.best_epoch_ = int(best_epoch) if (has_val and self.early_stopping) else epochs
-        self.coef_ = final.coef
-        self.intercept_ = final.intercept
-        self.n_epochs_ = epochs
-        self.n_iter_ = int(state.n_iter)
-        self.validation_errors_ = np.asarray(val_errors, dtype=np.float64)
-        self.train_errors_ = np.asarray(train_errors, dtype=np.float64)
+        self._store(fit_sgd(X, Y, self.kernel_, self._options(), validation=validation, split=split,
+                            seed=self._shuffle_seed(), weights=weights, y_mean=y_mean))
 
     def _scores(self, X: Any) -> np.ndarray | da.Array:
         self._check_fitted()
@@ -457,14 +340,8 @@ class RandomFeatureSGDRegressor(TargetScaleMixin, RegressorMixin, _BaseSGD):
         self
         """
         self._check_params()
-        self.y_scale_ = scale_of(y)
-        X, y = self._validate_Xy(X, y, y_numeric=True, multi_output=True)
-        if not is_dask(y):
-            y = np.asarray(y, dtype=np.float64)
-        elif y.ndim == 1:
-            y = y[:, None]
-        w = check_sample_weight(sample_weight, int(X.shape[0]))
-        self._fit_sgd(X, y.reshape(X.shape[0], -1) if not is_dask(y) else y, task="regression", weights=w)
+        X, y, w = self._regression_targets(X, y, sample_weight)
+        self._fit_sgd(X, y, task="regression", weights=w)
         return self
 
     def partial_fit(self, X: np.ndarray | da.Array, y: np.ndarray | da.Array, sample_weight: object = None) -> RandomFeatureSGDRegressor:
@@ -595,13 +472,11 @@ class RandomFeatureSGDClassifier(ClassifierMixin, _BaseSGD):
         inspect.Parameter("class_weight", inspect.Parameter.KEYWORD_ONLY, default=None, annotation="object"),
     ])
 
-    def _check_params(self) -> None:
-        super()._check_params()
-        check_class_weight(self.class_weight)
+    _extra_rules = {"class_weight": rule(check_class_weight, named=False)}
 
     def _check_partial_params(self) -> None:
         super()._check_partial_params()
-        if isinstance(check_class_weight(self.class_weight), str):
+        if isinstance(self.class_weight, str):
             raise ValueError('class_weight="balanced" needs the counts of all the data; partial_fit takes a dict or None')
 
     def fit(self, X: np.ndarray | da.Array, y: np.ndarray | da.Array, sample_weight: object = None) -> RandomFeatureSGDClassifier:

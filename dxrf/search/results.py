@@ -129,7 +129,7 @@ def warn_at_edges(grid: SearchGrid, best: dict, bandwidth_values: list[float], c
         else:
             continue
         msg = f"the chosen {name[:-1] if name != 'n_components' else 'n_components'}={chosen:.6g} is the {end} of {name}; extend the grid beyond it"
-        warnings.warn(msg, UserWarning, stacklevel=4)
+        warnings.warn(msg, UserWarning, stacklevel=6)  # warn_at_edges, _chosen, run_search, _search, fit
         said.append(msg)
     return said
 

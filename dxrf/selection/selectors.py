@@ -18,7 +18,7 @@ from sklearn.base import clone
 from sklearn.utils.validation import check_is_fitted
 
 from dxrf.core.labels import class_labels, encode_classes
-from dxrf.core.memory import check_statistics
+from dxrf.core.memory import check_statistics, checked_pass
 from dxrf.core.validation import check_choice, check_positive_float, check_positive_int, is_dask, is_integer, make_rng
 from dxrf.core.weights import check_sample_weight
 from dxrf.features.kernel import FeatureKernel
@@ -119,10 +119,9 @@ class _BaseSelector(KernelTransformer):
         self._check_memory(X, m0)
         base = self._make_base(X, m0, base_seed, w)
         self.n_passes_ += 1
-        if sample is None:
-            return base, accumulate(X, Y, features=base.kernel_, sample_weight=w)
-        return base, accumulate(X, Y, features=base.kernel_, subsample=sample[0], subsample_seed=sample[1],
-                                sample_weight=w)
+        rows = {} if sample is None else {"subsample": sample[0], "subsample_seed": sample[1]}
+        with checked_pass():  # refused above, before the candidates were drawn
+            return base, accumulate(X, Y, features=base.kernel_, sample_weight=w, **rows)
 
     def row_sample(self, n: int) -> tuple[float, int] | None:
         """The hashed row subsample the candidates' statistics are accumulated over, or None (all rows).

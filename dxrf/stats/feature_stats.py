@@ -18,7 +18,7 @@ import dask.array as da
 import numpy as np
 
 from dxrf.core.blas import blas_limit
-from dxrf.core.memory import check_pass, local_threads
+from dxrf.core.memory import check_pass, checked_pass, local_threads
 from dxrf.core.options import Options, resolve_options
 from dxrf.core.validation import (
     check_dask_matrix,
@@ -549,8 +549,9 @@ def accumulate(
         "use fewer features (n_components or n_candidates), fewer maps or fewer folds, or more memory",
         concurrency=local_threads(X),
     )
-    out = run_pass(
-        stats_pass(cfg), X, (y, column, weight), (cfg,), options=opts, split_every=split_every, lanes=lanes,
-        names=("y", "split" if split is not None else "folds", "sample_weight"),
-    )
+    with checked_pass():  # checked above: the engine does not check the partials again
+        out = run_pass(
+            stats_pass(cfg), X, (y, column, weight), (cfg,), options=opts, split_every=split_every, lanes=lanes,
+            names=("y", "split" if split is not None else "folds", "sample_weight"),
+        )
     return out if many else out[0]

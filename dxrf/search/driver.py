@@ -1,0 +1,286 @@
+"""The search driver: one pass of statistics, every configuration validated, the best refitted.
+
+:func:`run_search` is what :class:`dxrf.RandomFeatureRidgeCV` and
+:class:`dxrf.RandomFeatureClassifierCV` delegate to. Its steps: plan the row
+groups and refuse what cannot fit (:func:`_plan`), draw every bandwidth's
+candidates (:func:`_draw`), read X and validate the grid (:func:`_validate_all`),
+score accuracy in one more pass when asked (:mod:`dxrf.search.scoring`), and
+make the chosen configuration's features and statistics again from all rows
+(:mod:`dxrf.search.refit`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import numpy as np
+
+from dxrf.core.memory import check_statistics, checked_pass
+from dxrf.core.validation import is_dask, is_integer
+from dxrf.features.maps import fit_map
+from dxrf.features.nystroem import landmark_kernel, uniform_landmarks
+from dxrf.search.cv_splits import check_cv
+from dxrf.search.evaluate import GridErrors, fold_pairs, merge_errors, validate_grid
+from dxrf.search.grid import SearchGrid
+from dxrf.search.landmarks import validate_landmarks
+from dxrf.search.refit import candidate_map, refit_features
+from dxrf.search.results import best_index, results_table, warn_at_edges
+from dxrf.search.scoring import class_codes, validation_accuracy
+from dxrf.search.settings import SearchSettings, resolve_seed
+from dxrf.selection.selectors import _split_random_state
+from dxrf.solvers.ridge_path import statistics_rtol
+from dxrf.stats.feature_stats import FeatureStats, accumulate
+
+__all__ = ["SearchOutcome", "run_search"]
+
+
+@dataclasses.dataclass
+class SearchOutcome:
+    """What a search found: the estimator's fitted attributes and the refit's statistics.
+
+    ``attributes`` maps fitted-attribute names (``cv_results_``, ``best_params_``,
+    ``alpha_``, ``features_``, ``kernel_``, ... and the private ``_fold_paths``,
+    ``_candidate_kernels``, ``_grid_shape`` of :meth:`fold_models`) to values;
+    ``stats`` are the chosen features' statistics over all rows.
+    """
+
+    attributes: dict
+    stats: FeatureStats
+
+
+@dataclasses.dataclass
+class _Plan:
+    kind: str  # "kfold" or "holdout"
+    cv: object  # the checked cv: a number of folds, fold labels, or a hold-out fraction or mask
+    n_folds: int
+    plain_first: bool
+    seed: int = 0
+
+
+@dataclasses.dataclass
+class _Drawn:
+    values: list  # the bandwidths' values
+    median: float | None
+    kernels: list  # per bandwidth, the candidates' kernel
+    candidates: list | None  # per bandwidth, the candidate map (Fourier)
+    landmarks: tuple | None  # (rows, landmarks) of the uniform race (Nystroem)
+
+
+class _Reader:
+    """Reads of X accumulating statistics, counted and timed (every read of the search is one pass)."""
+
+    def __init__(self, X: object, T: object, s: SearchSettings, plan: _Plan, sample_weight: object) -> None:
+        self.X, self.T, self.s, self.plan, self.w = X, T, s, plan, sample_weight
+        self.passes, self.seconds = 0, 0.0
+
+    def __call__(self, kernels: list) -> list:
+        split = {"folds": self.plan.cv} if self.plan.kind == "kfold" else {"split": self.plan.cv}
+        start = time.perf_counter()
+        with checked_pass():  # refused by _plan, before any feature was drawn
+            out = accumulate(self.X, self.T, kernels, split_seed=self.s.cv_seed, sample_weight=self.w, **split)
+        self.passes += 1
+        self.seconds += time.perf_counter() - start
+        _check_rows(out[0], self.plan.kind, self.s.cv, self.X.shape[0])
+        return out
+
+
+def _check_rows(groups: tuple[FeatureStats, ...], kind: str, cv: object, n_rows: int) -> None:
+    plural = "s" if n_rows != 1 else ""
+    if kind == "kfold":
+        empty = [j for j, g in enumerate(groups) if g.n == 0]
+        if empty and not is_integer(cv):  # given splits: every test set holds rows, so they weigh 0
+            raise ValueError(f"cv split {empty[0]}: its test rows have a total sample_weight of 0")
+        if empty:
+            raise ValueError(
+                f"cv={cv} leaves fold {empty[0]} without rows (X has {n_rows} sample{plural}); "
+                "use fewer folds or a hold-out fraction"
+            )
+    elif groups[0].n == 0 or groups[1].n == 0:
+        raise ValueError(f"the hold-out cv left no training or no validation rows (X has {n_rows} sample{plural}); change cv=")
+
+
+def _plan(s: SearchSettings, X: object, T: object, classes: np.ndarray | None) -> _Plan:
+    """The row groups, and the refusals due before any feature is drawn (too many landmarks, too much memory)."""
+    grid = s.grid
+    # a splitter sees y as given to fit: the class labels, not the +-1 columns
+    given_y = T if classes is None or is_dask(T) else classes[class_codes(T)]
+    kind, cv = check_cv(s.cv, X, given_y)
+    n_folds = (cv if is_integer(cv) else int(cv.max()) + 1) if kind == "kfold" else 2
+    plain_first = (s.bandwidth_choice == "plain-first" and len(grid.bandwidths) > 1
+                   and any(v.criterion is not None for v in grid.variants))
+    if s.nystroem and grid.n_candidates > X.shape[0]:
+        raise ValueError(f"n_components holds M={grid.n_candidates} landmarks but X has n_samples={X.shape[0]}: "
+                         f"use at most {X.shape[0]}")
+    # the Grams of every bandwidth and fold: refused before any feature is drawn
+    check_statistics(
+        grid.n_candidates, "n_components" if s.nystroem else "n_candidates",
+        ("use fewer landmarks (the largest n_components)" if s.nystroem else
+         "use fewer candidates (n_candidates, default 10 x the largest n_components)")
+        + ", fewer bandwidths or fewer folds (cv), or more memory",
+        maps=1 if plain_first else len(grid.bandwidths), groups=n_folds, X=X,
+    )
+    return _Plan(kind, cv, n_folds, plain_first, resolve_seed(s.random_state))
+
+
+def _draw(s: SearchSettings, X: object, sample_weight: object, seed: int) -> tuple[_Drawn, int]:
+    """Every bandwidth's candidates (or the landmarks' kernels); returns them and the reads of X made."""
+    passes, median = 0, None
+    if s.grid.needs_median:
+        # the median heuristic from a row sample: a read of X (random rows touch most chunks)
+        median = float(fit_map(candidate_map(s, 1, "median", seed), X, sample_weight).bandwidth_)
+        passes += 1
+    values = [b.resolve(median) for b in s.grid.bandwidths]
+    if s.nystroem:
+        # one uniform race (a read of X), ordered by key: every bandwidth's landmarks, each M a prefix
+        rows, L = uniform_landmarks(X, s.grid.n_candidates, seed)
+        W = np.ascontiguousarray(L.T.astype(s.dtype))
+        kernels = [landmark_kernel(W, s.kernel, v, whiten=False) for v in values]
+        return _Drawn(values, median, kernels, None, (rows, L)), passes + 1
+    candidates = [candidate_map(s, s.grid.n_candidates, v, seed).fit(X) for v in values]
+    return _Drawn(values, median, [c.kernel_ for c in candidates], candidates, None), passes
+
+
+def _split_variants(grid: SearchGrid) -> tuple[list[int], list[int]]:
+    """Positions in ``grid.variants`` of the plain features (no selection) and of the selections."""
+    plain = [v for v, var in enumerate(grid.variants) if var.criterion is None]
+    return plain, [v for v in range(len(grid.variants)) if v not in plain]
+
+
+def _plain_choice(plain: GridErrors) -> int:
+    """The bandwidth whose plain features at the largest M validate best (lowest MSE over alphas; first of equals)."""
+    top = [np.nan_to_num(e[:, 0, -1].mean(axis=0), nan=np.inf).min() for e in plain.mse]
+    return int(np.argmin(top))
+
+
+def _only(grid: SearchGrid, variants: list[int], **changes: object) -> SearchGrid:
+    return dataclasses.replace(grid, variants=tuple(grid.variants[v] for v in variants), **changes)
+
+
+def _validate(pairs: list, s: SearchSettings, rng_for: object, kw: dict) -> GridErrors:
+    """Every configuration's errors (:func:`validate_grid`); ``bandwidth_choice="plain"`` prunes first.
+
+    "plain": the plain features ("none") are validated at every bandwidth;
+    the one whose largest M has the lowest validation MSE (over alphas,
+    the first of equals) is the only one where the other selections are
+    searched. Their rows elsewhere stay NaN (never chosen).
+    """
+    grid = s.grid
+    plain, others = _split_variants(grid)
+    if s.bandwidth_choice == "joint" or len(pairs) == 1 or not others:
+        return validate_grid(pairs, grid, rng_for, **kw)
+    first = validate_grid(pairs, _only(grid, plain[:1]), rng_for, **kw)
+    b = _plain_choice(first)
+    rest = validate_grid([pairs[b]], _only(grid, others), rng_for, **kw)
+    return merge_errors([(first, list(range(len(pairs))), plain), (rest, [b], others)], grid, len(pairs))
+
+
+def _plain_first(read: _Reader, kernels: list, s: SearchSettings, rng_for: object, kw: dict) -> tuple[GridErrors, list]:
+    """``bandwidth_choice="plain-first"``: two reads of X, the candidates' Gram at one bandwidth only.
+
+    Read 1 accumulates only the plain features (the first ``max(M)``
+    candidates) at every bandwidth; read 2 all ``M0`` candidates at the
+    bandwidth their validation chose. Returns the errors and, per
+    bandwidth, the row groups the refit can use: all ``M0`` candidates'
+    at the chosen bandwidth, the first ``max(M)`` candidates' (enough for
+    the plain features) at the others.
+    """
+    grid, kfold = s.grid, read.plan.kind == "kfold"
+    m0, m_max = grid.n_candidates, int(grid.n_components.max())
+    plain, others = _split_variants(grid)
+    # the first m_max candidates, read as a map of m_max candidates (each at scale sqrt(M0 / m_max))
+    up = np.full(m_max, np.sqrt(m0 / m_max))
+    per_map = list(read([k.subset(np.arange(m_max), np.ones(m_max)) for k in kernels]))
+    pairs = [fold_pairs(tuple(g.subset(np.arange(m_max), up) for g in groups), kfold) for groups in per_map]
+    first = validate_grid(pairs, _only(grid, plain[:1], n_candidates=m_max, candidate_ratio=None), rng_for, **kw)
+    if first.paths is not None:  # scales on the M0-candidate maps, as every other path's
+        first.paths = {key: (idx, sc * up[0], c, i) for key, (idx, sc, c, i) in first.paths.items()}
+    b = _plain_choice(first)
+    groups_b = read([kernels[b]])[0]
+    rest = validate_grid([fold_pairs(groups_b, kfold)], _only(grid, others), rng_for, **kw)
+    found = merge_errors([(first, list(range(len(kernels))), plain), (rest, [b], others)], grid, len(kernels))
+    per_map[b] = groups_b
+    return found, per_map
+
+
+def _validate_all(read: _Reader, drawn: _Drawn, s: SearchSettings, rng_for: object) -> tuple[GridErrors, list]:
+    """Read X (once; twice for "plain-first") and validate every configuration; returns the errors and row groups."""
+    keep = s.scoring == "accuracy" or s.keep_models  # the accuracy pass scores the kept fold models
+    kw = dict(task=s.task, fit_intercept=s.fit_intercept, rtol=statistics_rtol(s.dtype), keep_paths=keep,
+              leverage_rows=s.leverage_rows, train_scores=s.return_train_score)
+    kfold = read.plan.kind == "kfold"
+    if s.nystroem:
+        per_map = read(drawn.kernels)
+        return validate_landmarks(per_map, drawn.kernels, s.grid, kfold, rng_for, **kw), per_map
+    if read.plan.plain_first:
+        return _plain_first(read, drawn.kernels, s, rng_for, kw)
+    per_map = read(drawn.kernels)
+    return _validate([fold_pairs(g, kfold) for g in per_map], s, rng_for, kw), per_map
+
+
+def _chosen(s: SearchSettings, results: dict, drawn: _Drawn, plan: _Plan, per_map: list) -> tuple[int, dict]:
+    """The chosen bandwidth's position, and the attributes of the choice: best configuration, alpha path, sizes."""
+    grid = s.grid
+    best = best_index(results)
+    params = dict(results["params"][best])
+    b = [spec.text for spec in grid.bandwidths].index(params["bandwidth"])
+    warn_at_edges(grid, params, drawn.values, drawn.values[b])
+    # the alpha path of the chosen (bandwidth, selection, M): mean validation MSE per alpha
+    same = [
+        i for i, p in enumerate(results["params"])
+        if all(p.get(k) == params.get(k) for k in ("bandwidth", "selection", "n_components", "lam", "rho"))
+    ]
+    return b, dict(
+        cv_results_=results, best_index_=best, best_params_=params,
+        best_score_=float(results["mean_test_score"][best]),
+        n_splits_=len(per_map[b]) if plan.kind == "kfold" else 1, n_candidates_=grid.n_candidates,
+        median_bandwidth_=drawn.median, bandwidth_=float(drawn.values[b]), random_state_=plan.seed,
+        alphas_=grid.alphas, validation_errors_=results["mean_validation_mse"][same], alpha_=float(params["alpha"]),
+    )
+
+
+def run_search(
+    X: object, T: object, s: SearchSettings, classes: np.ndarray | None = None, sample_weight: object = None
+) -> SearchOutcome:
+    """Run the pass and the search on checked ``X``, targets ``T`` and ``sample_weight``.
+
+    ``T`` is the target (regression) or the +-1 class columns of ``classes``.
+    ``sample_weight`` (checked) weighs every statistic of the pass, so every
+    validation MSE, R^2 (with the weighted variance) and accuracy is a
+    weighted mean, and the refit's statistics are weighted.
+    """
+    plan = _plan(s, X, T, classes)
+    clock = time.perf_counter()
+    drawn, passes = _draw(s, X, sample_weight, plan.seed)
+    read = _Reader(X, T, s, plan, sample_weight)
+
+    def rng_for() -> np.random.Generator:
+        return _split_random_state(plan.seed)[1]
+
+    t_pass = time.perf_counter()
+    found, per_map = _validate_all(read, drawn, s, rng_for)
+    t_algebra = t_pass + read.seconds
+    t_score = time.perf_counter()
+    accuracy = train_accuracy = None
+    if s.scoring == "accuracy":
+        accuracy, train_accuracy = validation_accuracy(X, T, drawn.kernels, found, s.grid, plan.kind, plan.cv,
+                                                       s.cv_seed, sample_weight)
+        passes += 1
+    t_score = time.perf_counter() - t_score
+    train_score = train_accuracy if train_accuracy is not None else found.train_r2
+    results = results_table(s.grid, drawn.values, found.mse, found.r2, accuracy, found.train_mse,
+                            train_score if s.return_train_score else None)
+    b, attrs = _chosen(s, results, drawn, plan, per_map)
+    attrs["n_passes_"] = passes + read.passes
+    features, kernel, stats = refit_features(
+        s, attrs["best_params_"], drawn.values[b], sum(per_map[b]),
+        drawn.landmarks if s.nystroem else drawn.candidates[b], plan.seed, rng_for, classes,
+    )
+    # what fold_models and score_configurations build on (not saved with the model)
+    attrs.update(features_=features, kernel_=kernel, n_features_in_=kernel.n_features_in,
+                 _fold_paths=found.paths if s.keep_models else None, _candidate_kernels=drawn.kernels,
+                 _grid_shape=(len(drawn.values), len(s.grid.variants), s.grid.n_components.size, s.grid.alphas.size))
+    # wall seconds of the parts, as GridSearchCV's refit_time_: where a search's time goes
+    attrs["search_times_"] = {"median": t_pass - clock, "pass": t_algebra - t_pass,
+                              "algebra": time.perf_counter() - t_algebra - t_score, "scoring": t_score}
+    return SearchOutcome(attrs, stats)
