@@ -18,13 +18,13 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dxrf.core.labels import class_labels, encode_classes
 from dxrf.core.memory import check_statistics
+from dxrf.core.persistable import SaveMixin
 from dxrf.core.target_scale import scale_of, unscale
 from dxrf.core.validation import check_fraction, check_X, is_dask, is_integer
 from dxrf.core.weights import check_sample_weight, combined_weight
 from dxrf.engine import map_rows
 from dxrf.features.kernel import FeatureKernel
 from dxrf.features.maps import RandomFourierFeatures, fit_map
-from dxrf.persist.format import SaveMixin
 from dxrf.stats.feature_stats import FeatureStats, accumulate
 from dxrf.solvers.landmark_solve import LandmarkStats, landmark_values, solves_in_landmark_basis
 

@@ -22,6 +22,7 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from dxrf.core.memory import check_statistics
+from dxrf.core.persistable import fitted
 from dxrf.core.validation import (
     ParameterTypeError,
     check_bool,
@@ -197,6 +198,21 @@ def _plain_choice(plain: GridErrors) -> int:
     """The bandwidth whose plain features at the largest M validate best (lowest MSE over alphas; first of equals)."""
     top = [np.nan_to_num(e[:, 0, -1].mean(axis=0), nan=np.inf).min() for e in plain.mse]
     return int(np.argmin(top))
+
+
+#: the fitted attributes a search adds to the model it refits
+_SEARCH_FITTED = fitted(
+    cv_results_="dict",
+    best_index_="int",
+    best_params_="dict",
+    best_score_="real-or-nan",
+    n_splits_="int",
+    n_candidates_="int",
+    median_bandwidth_="real-or-none",
+    bandwidth_="real",
+    random_state_="int",
+    search_times_="dict",
+)
 
 
 class _SearchCV:
@@ -611,6 +627,8 @@ class RandomFeatureRidgeCV(_SearchCV, RandomFeatureRidge):
     (1, ['alpha', 'bandwidth', 'n_components', 'selection'])
     """
 
+    _fitted_schema = fitted(RandomFeatureRidge._fitted_schema, _SEARCH_FITTED)
+
     def __init__(
         self,
         *,
@@ -690,6 +708,8 @@ class RandomFeatureClassifierCV(_SearchCV, RandomFeatureClassifier):
     classes_ : ndarray
     n_iter_ : int
     """
+
+    _fitted_schema = fitted(RandomFeatureClassifier._fitted_schema, _SEARCH_FITTED)
 
     _task = "classification"
 

@@ -73,7 +73,9 @@ from dxrf.core.validation import (
     is_integer,
     make_rng,
 )
+from dxrf.core.errors import ModelFormatError
 from dxrf.core.options import get_options
+from dxrf.core.persistable import MODEL, fitted
 from dxrf.stats.feature_stats import hashed_split
 from dxrf.core.target_scale import scale_of
 from dxrf.core.weights import check_class_weight, check_sample_weight, combined_weight
@@ -105,6 +107,21 @@ def _sample_rows(X: np.ndarray | da.Array, rng: np.random.Generator, size: int) 
     n = X.shape[0]
     sample = X if n <= size else X[np.sort(rng.choice(n, size=size, replace=False))]
     return np.asarray(sample.compute() if is_dask(sample) else sample)
+
+
+#: the fitted attributes of both SGD learners
+_SGD_FITTED = fitted(
+    MODEL,
+    step_size_="real",
+    best_epoch_="int",
+    coef_="finite",
+    intercept_="finite",
+    n_epochs_="int",
+    n_iter_="int",
+    validation_errors_="numbers",
+    train_errors_="numbers",
+    y_scale_="finite-or-none?",
+)
 
 
 class _BaseSGD(RandomFeatureModel):
@@ -374,16 +391,12 @@ class _BaseSGD(RandomFeatureModel):
         coef = getattr(self, "coef_", None)
         kernel = getattr(self, "kernel_", None)
         if coef is not None and kernel is not None and coef.shape[0] != kernel.n_components:
-            from dxrf.persist.format import ModelFormatError
-
             raise ModelFormatError(f"coef_ has {coef.shape[0]} rows but the feature kernel has {kernel.n_components} features")
         if coef is not None:
             from dxrf.learners.ridge import check_class_outputs
 
             k = 1 if np.ndim(coef) == 1 else np.shape(coef)[1]
             if np.size(getattr(self, "intercept_", 0.0)) != k:
-                from dxrf.persist.format import ModelFormatError
-
                 raise ModelFormatError(f"intercept_ has {np.size(self.intercept_)} values for {k} output(s)")
             check_class_outputs(self, k)
 
@@ -434,6 +447,8 @@ class RandomFeatureSGDRegressor(TargetScaleMixin, RegressorMixin, _BaseSGD):
     (3,)
 """
     )
+
+    _fitted_schema = _SGD_FITTED
 
     def fit(self, X: np.ndarray | da.Array, y: np.ndarray | da.Array, sample_weight: object = None) -> RandomFeatureSGDRegressor:
         """Draw the features and run SGD.
@@ -581,6 +596,8 @@ class RandomFeatureSGDClassifier(ClassifierMixin, _BaseSGD):
     (2, 2)
 """
     )
+
+    _fitted_schema = fitted(_SGD_FITTED, classes_="labels")
 
     _losses = LOSSES
 
