@@ -28,6 +28,7 @@ from dxrf.learners import (
     RandomFeatureSGDRegressor,
 )
 from dxrf.core.options import get_options, options, set_options
+from dxrf.core.version import __version__
 from dxrf.persist.format import load, save
 from dxrf.selection import (
     EnergyScoreSelector,
@@ -42,8 +43,6 @@ from dxrf.selection import (
 )
 from dxrf.stats.scoring import LinearModels, ModelScores, score_models
 from dxrf.stats.feature_stats import FeatureStats, accumulate
-
-__version__ = "0.1.0"
 
 # Public module paths of earlier releases, now in the layered packages. Each old path
 # is a stand-in module that forwards attribute access to the new one with a

@@ -32,7 +32,8 @@ import zarr
 import dxrf
 import dxrf.io
 from dxrf.io import files as _files
-from dxrf.persist.format import ModelFormatError, _registry
+from dxrf.core.persistable import registered as _registry
+from dxrf.persist.format import ModelFormatError
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
 

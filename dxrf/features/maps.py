@@ -18,6 +18,7 @@ from sklearn.base import (
 from sklearn.utils.validation import check_is_fitted, has_fit_parameter
 
 from dxrf.core.memory import check_allocation
+from dxrf.core.persistable import MAP, SaveMixin, fitted
 from dxrf.core.weights import check_sample_weight
 from dxrf.core.validation import (
     check_X,
@@ -29,7 +30,6 @@ from dxrf.core.validation import (
     make_rng,
 )
 from dxrf.engine import map_rows
-from dxrf.persist.format import SaveMixin
 from dxrf.features import exact, samplers
 from dxrf.features.kernel import FeatureKernel
 
@@ -63,7 +63,9 @@ class KernelTransformer(SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerM
     """A transformer whose fitted ``kernel_`` makes its features: the maps and the selectors.
 
     Subclasses set ``kernel_`` (a :class:`FeatureKernel`) and
-    ``_n_features_out`` in ``fit``; not for direct use.
+    ``_n_features_out`` in ``fit``; not for direct use. Each concrete one
+    declares its fitted attributes in ``_fitted_schema`` (what its model
+    files hold, see :mod:`dxrf.core.persistable`).
     """
 
     def _validate_X(self, X: object, reset: bool) -> np.ndarray | da.Array:
@@ -277,6 +279,7 @@ class RandomFourierFeatures(BaseRandomFeatures):
     (5, 64)
     """
 
+    _fitted_schema = fitted(MAP, bandwidth_="real", offsets_="finite")
     _scale_factor = 2.0
 
     def __init__(
@@ -355,6 +358,7 @@ class RandomReLUFeatures(BaseRandomFeatures):
     .. [1] Y. Cho and L. K. Saul, "Kernel methods for deep learning", NeurIPS 2009.
     """
 
+    _fitted_schema = fitted(MAP, bandwidth_="real")
     _scale_factor = 2.0
 
     def __init__(
@@ -397,6 +401,8 @@ class RandomLinearSketch(BaseRandomFeatures):
     random_state : int, RandomState, Generator or None
     """
 
+    _fitted_schema = MAP
+
     def _make_kernel(self, X, rng, sample_weight=None):
         d, m = X.shape[1], self.n_components
         W = rng.standard_normal((d, m))
@@ -429,6 +435,8 @@ class RandomMaxoutFeatures(BaseRandomFeatures):
     .. [1] Y. Mroueh, S. Rennie and V. Goel, "Random maxout features",
        arXiv:1506.03705, 2015.
     """
+
+    _fitted_schema = MAP
 
     def __init__(
         self, n_components: int = 100, *, pieces: int = 2, dtype: str = "float32", random_state: object = None

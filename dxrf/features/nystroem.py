@@ -7,6 +7,7 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from dxrf.core.memory import check_allocation
+from dxrf.core.persistable import MAP, fitted
 from dxrf.core.validation import (
     ParameterTypeError,
     check_choice,
@@ -192,6 +193,8 @@ class NystroemFeatures(KernelTransformer):
     >>> NystroemFeatures(20, random_state=0).fit_transform(X).shape
     (50, 20)
     """
+
+    _fitted_schema = fitted(MAP, bandwidth_="real", landmark_indices_="index-or-none", n_passes_="int")
 
     def __init__(
         self,

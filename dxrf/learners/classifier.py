@@ -9,11 +9,12 @@ from sklearn.base import ClassifierMixin
 from sklearn.utils.metaestimators import available_if
 
 from dxrf.core.labels import encode_classes
+from dxrf.core.persistable import fitted
 from dxrf.core.validation import check_choice, check_int, check_nonnegative, check_parameters, is_dask, rule
 from dxrf.core.weights import check_class_weight, check_sample_weight, combined_weight
 from dxrf.learners._base import RandomFeatureModel, is_selector, linear_predict
 from dxrf.learners.partial import PartialFitMixin, check_batch_labels, partial_classes
-from dxrf.learners.ridge import RIDGE_RULES, _RidgeSolveMixin
+from dxrf.learners.ridge import RIDGE_FITTED, RIDGE_RULES, _RidgeSolveMixin
 
 __all__ = ["RandomFeatureClassifier", "LOSSES", "SOLVER_RULES", "encode_classes"]
 
@@ -234,6 +235,10 @@ class RandomFeatureClassifier(PartialFitMixin, _RidgeClassifier):
     .. [1] A. Rahimi and B. Recht, "Random features for large-scale kernel
        machines", NeurIPS 2007.
     """
+
+    _fitted_schema = fitted(
+        RIDGE_FITTED, classes_="labels", n_iter_="int", solver_="str?", hessian_rows_="int?", converged_="bool?"
+    )
 
     def __init__(
         self,

@@ -15,6 +15,8 @@ import numpy as np
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
+from dxrf.core.errors import ModelFormatError
+from dxrf.core.persistable import MODEL, fitted
 from dxrf.core.validation import check_bool, check_fraction, check_parameters, check_positive_int, is_dask, is_integer, rule
 from dxrf.core.weights import check_sample_weight
 from dxrf.engine import map_rows
@@ -120,6 +122,17 @@ class RandomFeaturePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Random
     (200, 2)
     """
 
+    _fitted_schema = fitted(
+        MODEL,
+        components_="finite",
+        explained_variance_="finite",
+        explained_variance_ratio_="finite",
+        singular_values_="finite",
+        mean_="finite",
+        n_components_="int",
+        n_samples_="int",
+    )
+
     def __init__(self, n_components: float | None = 2, *, features: object = None, whiten: bool = False, random_state: object = None) -> None:
         self.n_components = n_components
         self.features = features
@@ -223,6 +236,4 @@ class RandomFeaturePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Random
         comps = getattr(self, "components_", None)
         kernel = getattr(self, "kernel_", None)
         if comps is not None and kernel is not None and comps.shape[1] != kernel.n_components:
-            from dxrf.persist.format import ModelFormatError
-
             raise ModelFormatError(f"components_ has {comps.shape[1]} columns but the feature kernel has {kernel.n_components} features")

@@ -6,6 +6,8 @@ import dask.array as da
 import numpy as np
 from sklearn.base import RegressorMixin
 
+from dxrf.core.errors import ModelFormatError
+from dxrf.core.persistable import MODEL, fitted
 from dxrf.core.validation import check_nonnegative, check_parameters, rule
 from dxrf.core.weights import check_sample_weight
 from dxrf.stats.feature_stats import FeatureStats
@@ -14,7 +16,20 @@ from dxrf.solvers.landmark_solve import LandmarkStats, solve_landmark_ridge
 from dxrf.learners.partial import PartialFitMixin
 from dxrf.solvers.ridge_path import check_alpha_grid, mse_from_stats, ridge_path, solve_ridge, statistics_rtol
 
-__all__ = ["RandomFeatureRidge", "check_alphas"]
+__all__ = ["RandomFeatureRidge", "RIDGE_FITTED", "check_alphas"]
+
+#: the fitted attributes of a ridge model, shared by the classifier and the searches
+RIDGE_FITTED = fitted(
+    MODEL,
+    alpha_="real",
+    coef_="finite",
+    intercept_="finite",
+    train_mse_="real?",
+    alphas_="finite?",
+    validation_errors_="numbers?",
+    y_scale_="finite-or-none?",  # [y_min, y_max] of a target scaled by open_zarr(scale_y=True)
+    stats_="stats?",  # the running statistics of partial_fit
+)
 
 
 #: ``alpha`` (a non-negative number) and ``alphas`` (None or a 1-d grid), checked once per fit
@@ -35,8 +50,6 @@ def check_class_outputs(model: object, k: int) -> None:
     classes = getattr(model, "classes_", None)
     if classes is None:
         return
-    from dxrf.persist.format import ModelFormatError
-
     want = 1 if len(classes) == 2 else len(classes)
     if k != want:
         raise ModelFormatError(f"the coefficients have {k} output(s) but {len(classes)} classes need {want}")
@@ -50,8 +63,6 @@ class _RidgeSolveMixin:
         coef, kernel = getattr(self, "coef_", None), getattr(self, "kernel_", None)
         if coef is None or kernel is None:
             return
-        from dxrf.persist.format import ModelFormatError
-
         coef = np.asarray(coef)
         if coef.ndim not in (1, 2) or coef.shape[-1] != kernel.n_components:
             raise ModelFormatError(f"coef_ has shape {coef.shape} but the feature kernel has {kernel.n_components} features")
@@ -193,6 +204,8 @@ class RandomFeatureRidge(PartialFitMixin, _RidgeRegressor):
     >>> model.n_passes_
     1
     """
+
+    _fitted_schema = RIDGE_FITTED
 
     def __init__(
         self,

@@ -23,10 +23,11 @@ import dask.array as da
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from dxrf.core.persistable import fitted
 from dxrf.core.validation import check_bool, check_choice, check_int, check_parameters, check_seed, rule
 from dxrf.core.weights import check_class_weight
-from dxrf.learners.classifier import LOSSES, SOLVER_RULES, _RidgeClassifier
-from dxrf.learners.ridge import _RidgeRegressor
+from dxrf.learners.classifier import LOSSES, SOLVER_RULES, RandomFeatureClassifier, _RidgeClassifier
+from dxrf.learners.ridge import RandomFeatureRidge, _RidgeRegressor
 from dxrf.learners.search_cv_docs import _SEARCH_ATTRIBUTES, _SEARCH_PARAMETERS
 from dxrf.search.driver import run_search
 from dxrf.search.grid import SearchGrid
@@ -73,6 +74,21 @@ CLASSIFIER_RULES = {
     **SOLVER_RULES,
     "class_weight": rule(check_class_weight, named=False),
 }
+
+
+#: the fitted attributes a search adds to the model it refits
+_SEARCH_FITTED = fitted(
+    cv_results_="dict",
+    best_index_="int",
+    best_params_="dict",
+    best_score_="real-or-nan",
+    n_splits_="int",
+    n_candidates_="int",
+    median_bandwidth_="real-or-none",
+    bandwidth_="real",
+    random_state_="int",
+    search_times_="dict",
+)
 
 
 class _SearchCV:
@@ -239,6 +255,8 @@ class RandomFeatureRidgeCV(_SearchCV, _RidgeRegressor):
     (1, ['alpha', 'bandwidth', 'n_components', 'selection'])
     """
 
+    _fitted_schema = fitted(RandomFeatureRidge._fitted_schema, _SEARCH_FITTED)
+
     def __init__(
         self,
         *,
@@ -319,6 +337,8 @@ class RandomFeatureClassifierCV(_SearchCV, _RidgeClassifier):
     classes_ : ndarray
     n_iter_ : int
     """
+
+    _fitted_schema = fitted(RandomFeatureClassifier._fitted_schema, _SEARCH_FITTED)
 
     _task = "classification"
 

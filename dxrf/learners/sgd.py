@@ -75,6 +75,8 @@ from dxrf.core.validation import (
     is_integer,
     make_rng,
 )
+from dxrf.core.errors import ModelFormatError
+from dxrf.core.persistable import MODEL, fitted
 from dxrf.core.target_scale import scale_of
 from dxrf.core.weights import check_class_weight, check_sample_weight, combined_weight
 from dxrf.learners._base import RandomFeatureModel, TargetScaleMixin, check_validation, is_selector, linear_predict
@@ -116,6 +118,21 @@ SGD_RULES = {
 }
 #: what partial_fit uses (no validation rows, so no early stopping or pass budget)
 PARTIAL_PARAMETERS = ("loss", "step_size", "batch_size", "mode", "fit_intercept", "shuffle", "class_weight")
+
+
+#: the fitted attributes of both SGD learners
+_SGD_FITTED = fitted(
+    MODEL,
+    step_size_="real",
+    best_epoch_="int",
+    coef_="finite",
+    intercept_="finite",
+    n_epochs_="int",
+    n_iter_="int",
+    validation_errors_="numbers",
+    train_errors_="numbers",
+    y_scale_="finite-or-none?",
+)
 
 
 class _BaseSGD(RandomFeatureModel):
@@ -258,16 +275,12 @@ class _BaseSGD(RandomFeatureModel):
         coef = getattr(self, "coef_", None)
         kernel = getattr(self, "kernel_", None)
         if coef is not None and kernel is not None and coef.shape[0] != kernel.n_components:
-            from dxrf.persist.format import ModelFormatError
-
             raise ModelFormatError(f"coef_ has {coef.shape[0]} rows but the feature kernel has {kernel.n_components} features")
         if coef is not None:
             from dxrf.learners.ridge import check_class_outputs
 
             k = 1 if np.ndim(coef) == 1 else np.shape(coef)[1]
             if np.size(getattr(self, "intercept_", 0.0)) != k:
-                from dxrf.persist.format import ModelFormatError
-
                 raise ModelFormatError(f"intercept_ has {np.size(self.intercept_)} values for {k} output(s)")
             check_class_outputs(self, k)
 
@@ -318,6 +331,8 @@ class RandomFeatureSGDRegressor(TargetScaleMixin, RegressorMixin, _BaseSGD):
     (3,)
 """
     )
+
+    _fitted_schema = _SGD_FITTED
 
     def fit(self, X: np.ndarray | da.Array, y: np.ndarray | da.Array, sample_weight: object = None) -> RandomFeatureSGDRegressor:
         """Draw the features and run SGD.
@@ -459,6 +474,8 @@ class RandomFeatureSGDClassifier(ClassifierMixin, _BaseSGD):
     (2, 2)
 """
     )
+
+    _fitted_schema = fitted(_SGD_FITTED, classes_="labels")
 
     _losses = LOSSES
 

@@ -3,7 +3,8 @@
 A model group holds its numeric arrays as zarr arrays and everything else
 (class name, constructor parameters, scalars, strings) as JSON attributes with
 a format version. Nothing is pickled and loading never imports code named by
-the file: classes are looked up in dxrf's own registry. Writes go to a
+the file: classes are looked up in the registry of persistable classes
+(:mod:`dxrf.core.persistable`), which each class joins when it is defined. Writes go to a
 temporary sibling that is renamed into place, so an interrupted save leaves
 the previous model intact.
 """
@@ -20,6 +21,9 @@ from typing import Any
 import numpy as np
 import zarr
 
+from dxrf.core.errors import ModelFormatError
+from dxrf.core.persistable import SaveMixin, install_writer, lookup
+from dxrf.core.version import __version__
 from dxrf.io.files import KIND_ATTR
 from dxrf.io.storage import atomic_group, group_store, resolve, zarr_target
 from dxrf.io.integrity import IntegrityError, array_options, verify
@@ -33,21 +37,6 @@ FORMAT_VERSION = 2  # 2: checksummed arrays, declared fitted attributes
 MARKER = "dxrf_model_format"
 _KERNEL_ARRAYS = ("scale", "W", "b", "signs", "norms", "whitening")
 _STATS_ARRAYS = ("gram", "sum", "cross", "ysum", "yy")
-
-
-class ModelFormatError(ValueError):
-    """A model file is missing, corrupt, of another format version, or inconsistent."""
-
-
-def _registry() -> dict[str, type]:
-    import dxrf
-
-    classes = {}
-    for name in dxrf.__all__:
-        obj = getattr(dxrf, name)
-        if isinstance(obj, type) and hasattr(obj, "get_params"):
-            classes[obj.__name__] = obj
-    return classes
 
 
 # -- encoding -----------------------------------------------------------------------
@@ -115,7 +104,7 @@ class _Writer:
                     raise TypeError(f"cannot save {where}: dict keys must be strings or numbers")
                 return {"__items__": [[self.value(k, f"{where} key"), self.value(x, f"{where}[{k!r}]")] for k, x in v.items()]}
             return {"__dict__": {k: self.value(x, f"{where}.{k}") for k, x in v.items()}}
-        if hasattr(v, "get_params") and type(v).__name__ in _registry():
+        if hasattr(v, "get_params") and lookup(type(v).__name__) is not None:
             w, name = self.sub("estimator")
             _write_estimator(w, v)
             return {"__estimator__": name}
@@ -126,7 +115,7 @@ class _Writer:
 
 def _write_estimator(w: _Writer, est: Any) -> None:
     name = type(est).__name__
-    if _registry().get(name) is not type(est):
+    if lookup(name) is not type(est):
         raise TypeError(f"only dxrf estimators can be saved, got {type(est).__module__}.{name}")
     params = {k: w.value(v, f"parameter {k}") for k, v in est.get_params(deep=False).items()}
     skip = set(getattr(est, "_persist_exclude", ()))
@@ -176,8 +165,6 @@ def save(
     Path or str
         ``path`` (a str for a URL).
     """
-    from dxrf import __version__
-
     loc = resolve(path, storage_options, what="path")
     with atomic_group(path, overwrite, kind="model", storage_options=storage_options) as tmp:
         root = zarr.open_group(zarr_target(tmp), mode="w", zarr_format=3)
@@ -280,7 +267,7 @@ class _Reader:
 def _read_estimator(r: _Reader) -> Any:
     attrs = dict(r.group.attrs)
     name = attrs.get("class")
-    cls = _registry().get(name)
+    cls = lookup(name)
     if cls is None:
         raise ModelFormatError(f"{r.where}: unknown estimator class {name!r}")
     try:
@@ -375,16 +362,5 @@ def load(
     return (est, meta) if with_metadata else est
 
 
-class SaveMixin:
-    """Adds ``save(path)``: see :func:`dxrf.persist.format.save`."""
-
-    def save(
-        self,
-        path: str | os.PathLike,
-        *,
-        overwrite: bool = False,
-        metadata: dict | None = None,
-        storage_options: Mapping[str, Any] | None = None,
-    ) -> Path | str:
-        """Save this estimator as a zarr group (arrays + JSON, no pickle); see :func:`dxrf.save`."""
-        return save(self, path, overwrite=overwrite, metadata=metadata, storage_options=storage_options)
+# est.save(...) (the mixin lives in dxrf.core, below this layer) reaches save through this hook
+install_writer(save)

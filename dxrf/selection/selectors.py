@@ -19,6 +19,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from dxrf.core.labels import class_labels, encode_classes
 from dxrf.core.memory import check_statistics, checked_pass
+from dxrf.core.persistable import COMMON, fitted
 from dxrf.core.validation import check_choice, check_positive_float, check_positive_int, is_dask, is_integer, make_rng
 from dxrf.core.weights import check_sample_weight
 from dxrf.features.kernel import FeatureKernel
@@ -53,6 +54,21 @@ def _split_random_state(random_state: object) -> tuple[object, np.random.Generat
         return int(random_state), np.random.default_rng([int(random_state), _DRAW_SALT])
     rng = make_rng(random_state)
     return rng, rng
+
+
+#: the fitted attributes of every selector, and of the supervised ones
+_SELECTOR_FITTED = fitted(
+    COMMON,
+    n_passes_="int",
+    candidates_="estimator",
+    candidate_stats_="stats?",
+    selected_="index",
+    scales_="finite",
+    weights_="finite",
+    kernel_="kernel",
+    stats_="stats",
+)
+_SUPERVISED_FITTED = fitted(_SELECTOR_FITTED, task_="str", classes_="labels-or-none", scores_="numbers")
 
 
 class _BaseSelector(KernelTransformer):
@@ -367,6 +383,8 @@ class LeverageScoreSampler(_BaseSelector):
     ((200, 20), (200,))
     """
 
+    _fitted_schema = fitted(_SELECTOR_FITTED, lam_="real", dof_="real", n_samples_="int")
+
     def __init__(
         self,
         n_components: int = 100,
@@ -617,6 +635,8 @@ class EnergyScoreSelector(_SupervisedSelector):
        arXiv:1903.08329, 2019.
     """
 
+    _fitted_schema = _SUPERVISED_FITTED
+
     def _select(self, base: object, stats: FeatureStats, rng: np.random.Generator, m: int) -> None:
         standardize = self.task_ == "regression"
         self.scores_ = energy_scores(stats, standardize=standardize)
@@ -680,6 +700,8 @@ class KernelAlignmentSelector(_SupervisedSelector):
        empirical leverage scores: implementation and theoretical guarantees",
        arXiv:1903.08329, 2019.
     """
+
+    _fitted_schema = fitted(_SUPERVISED_FITTED, divergence_="real")
 
     def __init__(
         self,
