@@ -96,7 +96,8 @@ per-block functions), ``passes`` (the pass runner on :mod:`dxrf.engine`),
 ``batching`` (requests of the per-class solvers served by shared passes),
 ``newton``, ``newton_cg`` and ``lbfgs`` (the solvers) and ``fit``
 (:func:`fit_logistic`, :func:`choose_solver`); ``softmax`` (the per-row terms
-of the multinomial loss) and ``multinomial`` (:func:`fit_multinomial`: one softmax over all K classes, by L-BFGS or Newton-CG on the same passes).
+of the multinomial loss) and ``multinomial`` (:func:`fit_multinomial`: one
+softmax over all K classes, by L-BFGS or Newton-CG on the same passes).
 """
 
 from __future__ import annotations
