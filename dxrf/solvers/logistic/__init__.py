@@ -91,8 +91,8 @@ Modules
 -------
 ``messages`` (the solvers' requests and replies), ``objective``
 (:class:`_Objective`, softplus, label checks), ``sample`` (the Hessian row
-sample by global row index), ``sums`` (the per-block kernel and the public
-per-block functions), ``passes`` (the pass runner on :mod:`dxrf.engine`),
+sample by global row index), ``sums`` (the per-block kernel), ``blocks`` (the
+public per-block functions), ``passes`` (the pass runner on :mod:`dxrf.engine`),
 ``batching`` (requests of the per-class solvers served by shared passes),
 ``newton``, ``newton_cg`` and ``lbfgs`` (the solvers) and ``fit``
 (:func:`fit_logistic`, :func:`choose_solver`); ``softmax`` (the per-row terms
@@ -119,18 +119,8 @@ from dxrf.solvers.logistic.objective import _LINE_STEPS, _check_labels, _Objecti
 from dxrf.solvers.logistic.passes import _PassRunner
 from dxrf.solvers.logistic.sample import _HESS_BLOCK, HESSIAN_ROWS_PER_PARAMETER, _hessian_period, _hessian_runs
 from dxrf.solvers.logistic.softmax import class_index, softmax_rows
-from dxrf.solvers.logistic.sums import (
-    LogisticSums,
-    _block_sums,
-    _finalize,
-    _make_spec,
-    _Spec,
-    _Sums,
-    logistic_block,
-    logistic_hvp_block,
-    softmax_block,
-    softmax_hvp_block,
-)
+from dxrf.solvers.logistic.blocks import LogisticSums, logistic_block, logistic_hvp_block, softmax_block, softmax_hvp_block
+from dxrf.solvers.logistic.sums import _block_sums, _finalize, _make_spec, _Spec, _Sums
 
 __all__ = [
     "NEWTON_MAX_COMPONENTS",
