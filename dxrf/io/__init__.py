@@ -51,8 +51,9 @@ Modules
 ``labels`` (shared argument checks, target classes), ``readers`` (one module
 per source format), ``table_scan`` and ``tables`` (the CSV/Parquet pipeline),
 ``arrays`` (the NumPy/LibSVM pipeline), ``parallel`` and ``readers.pieces`` (the
-table ingest on a cluster's workers), ``pipeline`` (:func:`ingest`),
-``write`` (:func:`write_zarr`), ``dataset`` (:func:`open_zarr`), ``like``
+table ingest on a cluster's workers), ``ingest_options`` (:class:`IngestOptions`,
+the knobs of :func:`ingest`), ``pipeline`` (:func:`ingest`), ``write``
+(:func:`write_zarr`), ``dataset`` (:func:`open_zarr`), ``like``
 (``ingest(like=...)``), ``index_columns`` (the row-index warning),
 ``predictions`` (:func:`write_predictions`) and ``split`` (:func:`split_zarr`).
 """
@@ -83,7 +84,8 @@ from dxrf.io.checks import (
 from dxrf.io.dataset import ZarrDataset, _scale_block, _standardize_block, _unscale_block, open_zarr
 from dxrf.io.labels import _class_codes, _resolve_task, _row, _sort_labels, _unique_labels
 from dxrf.io.layout import _RESERVED_ATTRS, DXRF_FORMAT, IngestReport, _json_value, _report, default_compressor
-from dxrf.io.pipeline import ingest, worth_a_cluster
+from dxrf.io.ingest_options import IngestOptions
+from dxrf.io.pipeline import ingest, ingest_with, worth_a_cluster
 from dxrf.io.predictions import open_predictions, write_predictions
 from dxrf.io.split import split_zarr
 from dxrf.io.readers.csv import _csv_errors, _csv_frames
@@ -100,11 +102,13 @@ __all__ = [
     "DestinationExistsError",
     "DestinationNotWritableError",
     "DestinationRefusedError",
+    "IngestOptions",
     "IngestReport",
     "ZarrDataset",
     "default_compressor",
     "describe",
     "ingest",
+    "ingest_with",
     "open_predictions",
     "open_zarr",
     "split_zarr",

@@ -199,6 +199,114 @@ def _check_codes(block: np.ndarray, n_classes: int, path: str, block_id: tuple[i
     return block
 
 
+def _open_group(path: str | os.PathLike | Any, storage_options: Mapping[str, Any] | None) -> tuple[Any, str, dict[str, Any]]:
+    """(the zarr group, its path for messages, its attributes) of a dxrf group of this format version."""
+    if not isinstance(path, (str, os.PathLike, zarr.abc.store.Store)):
+        raise TypeError(f"path must be a path, URL or zarr store, got {type(path).__name__}")
+    try:
+        store, spath, _ = group_store(path, storage_options)
+    except ValueError as exc:
+        if "no zarr.json" in str(exc):
+            raise ValueError(f"{exc}; write it with dxrf.io.ingest") from None
+        raise
+    try:
+        group = zarr.open_group(store, mode="r")
+    except Exception as exc:  # zarr raises several types for "not a group"
+        raise ValueError(f"{spath!r} is not a zarr group: {exc}") from exc
+    attrs = dict(group.attrs)
+    if "dxrf_format" not in attrs:
+        raise ValueError(f"{spath!r} is not a dxrf group: attribute 'dxrf_format' is missing")
+    if attrs["dxrf_format"] != DXRF_FORMAT:
+        raise ValueError(
+            f"{spath!r} has dxrf_format {attrs['dxrf_format']!r}; this version reads {DXRF_FORMAT} "
+            "(format 2 adds chunk checksums): ingest it again"
+        )
+    return group, spath, attrs
+
+
+def _group_arrays(group: Any, spath: str, attrs: Mapping[str, Any]) -> dict[str, Any]:
+    """The group's arrays, exactly those of its writer's record (``X`` and its statistics required)."""
+    record = attrs.get("arrays")
+    if not isinstance(record, dict):
+        raise IntegrityError(f"{spath!r}: the attribute 'arrays' (the writer's record of its arrays) is missing or malformed")
+    arrays = {}
+    # member by member (listing the group would read all members' metadata concurrently)
+    for name in ("X", "y", "x_mean", "x_std"):
+        try:
+            node = group[name]
+        except KeyError:
+            if name in record:
+                raise IntegrityError(f"{spath!r}: array {name!r} is missing, but its writer recorded it") from None
+            continue
+        except Exception as exc:  # zarr raises many types (JSON, codec, shape errors) for corrupt metadata
+            raise ValueError(f"{spath!r} has corrupt array metadata: array {name!r}: {exc}") from exc
+        if not isinstance(node, zarr.Array):
+            raise ValueError(f"{spath!r}: {name!r} is not an array")
+        if name not in record:
+            raise IntegrityError(f"{spath!r}: array {name!r} is not in its writer's record (an array was added)")
+        arrays[name] = node
+    for name in ("X", "x_mean", "x_std"):
+        if name not in arrays:
+            raise ValueError(f"{spath!r} is not a complete dxrf group: array {name!r} is missing")
+    return arrays
+
+
+def _check_arrays(arrays: Mapping[str, Any], spath: str, attrs: Mapping[str, Any]) -> list:
+    """Check the arrays' shapes, dtypes and chunks against the attributes, and their checksums; return the columns."""
+    zx = arrays["X"]
+    if zx.ndim != 2 or zx.dtype != np.float32:
+        raise IntegrityError(f"{spath!r}: array 'X' must be 2-d float32, got shape {zx.shape} and dtype {zx.dtype}")
+    columns = attrs.get("columns", [])
+    if not isinstance(columns, list):
+        raise ValueError(f"{spath!r}: attribute 'columns' must be a list of names, got {columns!r}")
+    if len(columns) != zx.shape[1]:
+        raise ValueError(f"{spath!r}: {len(columns)} column names for {zx.shape[1]} columns of X")
+    if attrs.get("n_rows") != zx.shape[0]:
+        raise IntegrityError(f"{spath!r}: array 'X' has {zx.shape[0]} rows but the group records n_rows={attrs.get('n_rows')!r}")
+    for name, node in arrays.items():  # after the cheap checks: this lists the store
+        verify(node, attrs["arrays"][name], f"{spath!r}: array {name!r}")
+    if zx.chunks != (attrs.get("chunk_rows"), zx.shape[1]):
+        raise IntegrityError(f"{spath!r}: array 'X' has chunks {zx.chunks} but the group records chunk_rows={attrs.get('chunk_rows')!r}")
+    # a task decodes whole chunks: one that cannot fit a worker (or this process) is refused before any read
+    check_task(int(np.prod(zx.chunks)) * zx.dtype.itemsize, f"{spath!r}: one chunk of array 'X' {zx.chunks}",
+               "ingest the data again with a smaller chunk_rows")
+    if "y" in arrays and arrays["y"].shape != zx.shape[:1]:
+        raise ValueError(f"{spath!r}: array 'y' has shape {arrays['y'].shape} for {zx.shape[0]} rows of X")
+    if "y" in arrays:
+        want = np.int32 if isinstance(attrs.get("classes"), list) else np.float32
+        if arrays["y"].dtype != want:
+            raise IntegrityError(f"{spath!r}: array 'y' has dtype {arrays['y'].dtype}, expected {np.dtype(want)} for this task")
+    for name in ("x_mean", "x_std"):
+        if arrays[name].shape != (zx.shape[1],):
+            raise ValueError(f"{spath!r}: array {name!r} has shape {arrays[name].shape}, expected ({zx.shape[1]},)")
+    return columns
+
+
+def _lazy_arrays(arrays: Mapping[str, Any], spath: str, classes: Any) -> tuple[da.Array, da.Array | None]:
+    """``X`` and ``y`` (or None) as dask arrays whose chunks are verified as they are read."""
+    zx = arrays["X"]
+    X = da.from_array(checked_reader(zx, f"{spath!r}: array 'X'"), chunks=zx.chunks, name=_name("X", zx, spath))
+    if "y" not in arrays:
+        return X, None
+    zy = arrays["y"]
+    y = da.from_array(checked_reader(zy, f"{spath!r}: array 'y'"), chunks=zy.chunks, name=_name("y", zy, spath))
+    if isinstance(classes, list):
+        y = y.map_blocks(_check_codes, len(classes), spath, dtype=zy.dtype)
+    return X, y
+
+
+def _column_stats(arrays: Mapping[str, Any], spath: str, columns: list) -> tuple[np.ndarray, np.ndarray]:
+    """The stored column means and standard deviations, read and checked."""
+    try:
+        x_mean = np.asarray(arrays["x_mean"][:], dtype=np.float64)
+        x_std = np.asarray(arrays["x_std"][:], dtype=np.float64)
+    except Exception as exc:  # a corrupt chunk: codec errors are RuntimeErrors
+        raise ValueError(f"{spath!r}: cannot read the column statistics: {exc}") from exc
+    # the writer stores finite means and positive deviations (1 for a constant column): anything else was changed
+    check_column_stats(x_mean, x_std, f"{spath!r}", columns)
+    return x_mean, x_std
+
+
 def open_zarr(
     path: str | os.PathLike | Any,
     *,
@@ -239,89 +347,12 @@ def open_zarr(
         The path does not exist, is not a dxrf group, or lacks ``X`` or its
         statistics; or ``scale_y`` without a numeric target.
     """
-    if not isinstance(path, (str, os.PathLike, zarr.abc.store.Store)):
-        raise TypeError(f"path must be a path, URL or zarr store, got {type(path).__name__}")
-    try:
-        store, spath, _ = group_store(path, storage_options)
-    except ValueError as exc:
-        if "no zarr.json" in str(exc):
-            raise ValueError(f"{exc}; write it with dxrf.io.ingest") from None
-        raise
-    try:
-        group = zarr.open_group(store, mode="r")
-    except Exception as exc:  # zarr raises several types for "not a group"
-        raise ValueError(f"{spath!r} is not a zarr group: {exc}") from exc
-    attrs = dict(group.attrs)
-    if "dxrf_format" not in attrs:
-        raise ValueError(f"{spath!r} is not a dxrf group: attribute 'dxrf_format' is missing")
-    if attrs["dxrf_format"] != DXRF_FORMAT:
-        raise ValueError(
-            f"{spath!r} has dxrf_format {attrs['dxrf_format']!r}; this version reads {DXRF_FORMAT} "
-            "(format 2 adds chunk checksums): ingest it again"
-        )
-    record = attrs.get("arrays")
-    if not isinstance(record, dict):
-        raise IntegrityError(f"{spath!r}: the attribute 'arrays' (the writer's record of its arrays) is missing or malformed")
-    arrays = {}
-    # member by member (listing the group would read all members' metadata concurrently)
-    for name in ("X", "y", "x_mean", "x_std"):
-        try:
-            node = group[name]
-        except KeyError:
-            if name in record:
-                raise IntegrityError(f"{spath!r}: array {name!r} is missing, but its writer recorded it") from None
-            continue
-        except Exception as exc:  # zarr raises many types (JSON, codec, shape errors) for corrupt metadata
-            raise ValueError(f"{spath!r} has corrupt array metadata: array {name!r}: {exc}") from exc
-        if not isinstance(node, zarr.Array):
-            raise ValueError(f"{spath!r}: {name!r} is not an array")
-        if name not in record:
-            raise IntegrityError(f"{spath!r}: array {name!r} is not in its writer's record (an array was added)")
-        arrays[name] = node
-    for name in ("X", "x_mean", "x_std"):
-        if name not in arrays:
-            raise ValueError(f"{spath!r} is not a complete dxrf group: array {name!r} is missing")
-    zx = arrays["X"]
-    if zx.ndim != 2 or zx.dtype != np.float32:
-        raise IntegrityError(f"{spath!r}: array 'X' must be 2-d float32, got shape {zx.shape} and dtype {zx.dtype}")
-    columns = attrs.get("columns", [])
-    if not isinstance(columns, list):
-        raise ValueError(f"{spath!r}: attribute 'columns' must be a list of names, got {columns!r}")
-    if len(columns) != zx.shape[1]:
-        raise ValueError(f"{spath!r}: {len(columns)} column names for {zx.shape[1]} columns of X")
-    if attrs.get("n_rows") != zx.shape[0]:
-        raise IntegrityError(f"{spath!r}: array 'X' has {zx.shape[0]} rows but the group records n_rows={attrs.get('n_rows')!r}")
-    for name, node in arrays.items():  # after the cheap checks: this lists the store
-        verify(node, record[name], f"{spath!r}: array {name!r}")
-    if zx.chunks != (attrs.get("chunk_rows"), zx.shape[1]):
-        raise IntegrityError(f"{spath!r}: array 'X' has chunks {zx.chunks} but the group records chunk_rows={attrs.get('chunk_rows')!r}")
-    # a task decodes whole chunks: one that cannot fit a worker (or this process) is refused before any read
-    check_task(int(np.prod(zx.chunks)) * zx.dtype.itemsize, f"{spath!r}: one chunk of array 'X' {zx.chunks}",
-               "ingest the data again with a smaller chunk_rows")
-    if "y" in arrays and arrays["y"].shape != zx.shape[:1]:
-        raise ValueError(f"{spath!r}: array 'y' has shape {arrays['y'].shape} for {zx.shape[0]} rows of X")
+    group, spath, attrs = _open_group(path, storage_options)
+    arrays = _group_arrays(group, spath, attrs)
+    columns = _check_arrays(arrays, spath, attrs)
     classes = attrs.get("classes")
-    if "y" in arrays:
-        want = np.int32 if isinstance(classes, list) else np.float32
-        if arrays["y"].dtype != want:
-            raise IntegrityError(f"{spath!r}: array 'y' has dtype {arrays['y'].dtype}, expected {np.dtype(want)} for this task")
-    for name in ("x_mean", "x_std"):
-        if arrays[name].shape != (zx.shape[1],):
-            raise ValueError(f"{spath!r}: array {name!r} has shape {arrays[name].shape}, expected ({zx.shape[1]},)")
-    X = da.from_array(checked_reader(zx, f"{spath!r}: array 'X'"), chunks=zx.chunks, name=_name("X", zx, spath))
-    y = None
-    if "y" in arrays:
-        zy = arrays["y"]
-        y = da.from_array(checked_reader(zy, f"{spath!r}: array 'y'"), chunks=zy.chunks, name=_name("y", zy, spath))
-        if isinstance(classes, list):
-            y = y.map_blocks(_check_codes, len(classes), spath, dtype=zy.dtype)
-    try:
-        x_mean = np.asarray(arrays["x_mean"][:], dtype=np.float64)
-        x_std = np.asarray(arrays["x_std"][:], dtype=np.float64)
-    except Exception as exc:  # a corrupt chunk: codec errors are RuntimeErrors
-        raise ValueError(f"{spath!r}: cannot read the column statistics: {exc}") from exc
-    # the writer stores finite means and positive deviations (1 for a constant column): anything else was changed
-    check_column_stats(x_mean, x_std, f"{spath!r}", columns)
+    X, y = _lazy_arrays(arrays, spath, classes)
+    x_mean, x_std = _column_stats(arrays, spath, columns)
     ds = ZarrDataset(
         path=spath,
         X=X,

@@ -6,11 +6,11 @@ dask array is computed block by block), published atomically.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import dask.array as da
@@ -31,6 +31,105 @@ def check_chunk_rows_and_destination(
     chunk_rows = _check_chunk_rows(chunk_rows)
     check_any_destination(dest, kind="data", overwrite=overwrite, storage_options=storage_options)
     return chunk_rows
+
+
+def _check_matrix(X: Any) -> Any:
+    """``X`` as a 2-d NumPy or dask array of known, non-zero shape and numeric dtype."""
+    if not isinstance(X, da.Array):
+        X = np.asarray(X)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-dimensional, got shape {X.shape}")
+    if any(isinstance(s, float) and math.isnan(s) for s in X.shape):
+        raise ValueError("X has unknown chunk sizes; call X.compute_chunk_sizes() first")
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        raise ValueError(f"X is empty (shape {X.shape})")
+    _check_numeric_dtype(np.dtype(X.dtype), "X")
+    return X
+
+
+def _extra_attrs(attrs: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The caller's attributes, checked (none the writer computes, JSON only), with the defaults."""
+    extra = dict(attrs or {})
+    reserved = sorted(set(extra) & _RESERVED_ATTRS)
+    if reserved:
+        raise ValueError(f"attrs may not set {reserved}: the writer computes them")
+    try:
+        json.dumps(extra, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"attrs must be JSON-serialisable: {exc}") from None
+    extra.setdefault("source", None)
+    extra.setdefault("format", "array")
+    return extra
+
+
+@dataclasses.dataclass(eq=False)
+class _Target:
+    """A checked target: ``y`` (1-d, NumPy or dask), its task, name and, for classification,
+    ``classes`` in code order and ``order``, the permutation that sorts them."""
+
+    y: Any
+    task: str
+    name: str
+    classes: np.ndarray | None = None
+    order: np.ndarray | None = None
+
+    def encode(self, yb: Any, rows: np.ndarray) -> np.ndarray:
+        """A block of ``y`` as stored: int32 codes into ``classes`` (-1: unknown) or float32."""
+        if self.task != "classification":
+            return np.asarray(yb, dtype=np.float32)
+        # codes index the given class order: search the sorted
+        # classes, then map sorted positions back to that order
+        sorted_classes = self.classes[self.order]
+        codes = _class_codes(np.asarray(yb), sorted_classes, rows, self.name)
+        return np.where(codes >= 0, self.order[np.maximum(codes, 0)], -1).astype(np.int32)
+
+
+def _check_target(y: Any, X: Any, task: str, target: str | None, classes: Sequence[Any] | None) -> _Target:
+    """``y`` checked against ``X``, its task resolved and its classes found (given, or its distinct labels)."""
+    n = X.shape[0]
+    y_lazy = isinstance(y, da.Array)
+    if not y_lazy:
+        y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y.reshape(-1)
+    if y.ndim != 1 or y.shape[0] != n:
+        raise ValueError(f"y must have shape ({n},), got {y.shape}")
+    out = _Target(y, _resolve_task(task, np.dtype(y.dtype), strict_integers=True), "y" if target is None else str(target))
+    if out.task == "regression":
+        _check_numeric_dtype(np.dtype(y.dtype), "y with task='regression'")
+    elif classes is not None:
+        out.classes = np.asarray(list(classes))
+        if len(np.unique(out.classes)) != len(out.classes):
+            raise ValueError(f"classes are not unique: {list(classes)}")
+        out.order = np.argsort(out.classes, kind="stable")
+    else:
+        u = da.unique(y).compute() if y_lazy else np.unique(y)
+        if u.dtype.kind == "f":
+            u = u[~np.isnan(u)]
+        out.classes, out.order = u, np.arange(len(u))
+    if isinstance(X, da.Array) and y_lazy:
+        out.y = y.rechunk((X.chunks[0],))
+    return out
+
+
+def _row_blocks(X: Any, y: Any, chunk_rows: int) -> Iterator[tuple[np.ndarray, np.ndarray | None]]:
+    """(X block, y block or None) in row order: a dask ``X`` block by block (``y`` with it), a NumPy one
+    by ``chunk_rows`` rows."""
+    if not isinstance(X, da.Array):
+        for i in range(0, X.shape[0], chunk_rows):
+            yield X[i : i + chunk_rows], None if y is None else y[i : i + chunk_rows]
+        return
+    start = 0
+    for i, rows in enumerate(X.chunks[0]):
+        xb = X.blocks[i]
+        if y is None:
+            yield np.asarray(xb.compute()), None
+        elif isinstance(y, da.Array):
+            xv, yv = da.compute(xb, y.blocks[i])
+            yield np.asarray(xv), np.asarray(yv)
+        else:
+            yield np.asarray(xb.compute()), y[start : start + rows]
+        start += rows
 
 
 def write_zarr(
@@ -102,104 +201,30 @@ def write_zarr(
     _check_choice(nan_policy, "nan_policy", _NAN_POLICIES)
     check_not_sparse(X)
     check_not_sparse(y, "y")
-    lazy = isinstance(X, da.Array)
-    if not lazy:
-        X = np.asarray(X)
-    if X.ndim != 2:
-        raise ValueError(f"X must be 2-dimensional, got shape {X.shape}")
-    if any(isinstance(s, float) and math.isnan(s) for s in X.shape):
-        raise ValueError("X has unknown chunk sizes; call X.compute_chunk_sizes() first")
-    n, d = X.shape
-    if n == 0 or d == 0:
-        raise ValueError(f"X is empty (shape {X.shape})")
-    _check_numeric_dtype(np.dtype(X.dtype), "X")
-    cols = _feature_names(columns, d, "X")
-    extra = dict(attrs or {})
-    reserved = sorted(set(extra) & _RESERVED_ATTRS)
-    if reserved:
-        raise ValueError(f"attrs may not set {reserved}: the writer computes them")
-    try:
-        json.dumps(extra, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"attrs must be JSON-serialisable: {exc}") from None
-    extra.setdefault("source", None)
-    extra.setdefault("format", "array")
-
-    resolved = None
-    class_arr = None
-    if y is not None:
-        y_lazy = isinstance(y, da.Array)
-        if not y_lazy:
-            y = np.asarray(y)
-        if y.ndim == 2 and y.shape[1] == 1:
-            y = y.reshape(-1)
-        if y.ndim != 1 or y.shape[0] != n:
-            raise ValueError(f"y must have shape ({n},), got {y.shape}")
-        resolved = _resolve_task(task, np.dtype(y.dtype), strict_integers=True)
-        target = "y" if target is None else str(target)
-        if resolved == "regression":
-            _check_numeric_dtype(np.dtype(y.dtype), "y with task='regression'")
-        else:
-            if classes is not None:
-                class_arr = np.asarray(list(classes))
-                if len(np.unique(class_arr)) != len(class_arr):
-                    raise ValueError(f"classes are not unique: {list(classes)}")
-                order = np.argsort(class_arr, kind="stable")
-            else:
-                u = da.unique(y).compute() if y_lazy else np.unique(y)
-                if u.dtype.kind == "f":
-                    u = u[~np.isnan(u)]
-                class_arr = u
-                order = np.arange(len(u))
-        if lazy and y_lazy:
-            y = y.rechunk((X.chunks[0],))
-    elif classes is not None:
+    X = _check_matrix(X)
+    cols = _feature_names(columns, X.shape[1], "X")
+    extra = _extra_attrs(attrs)
+    if y is None and classes is not None:
         raise ValueError("classes given without y")
-
-    def blocks() -> Iterator[tuple[np.ndarray, np.ndarray | None]]:
-        if lazy:
-            start = 0
-            for i, rows in enumerate(X.chunks[0]):
-                xb = X.blocks[i]
-                if y is None:
-                    yield np.asarray(xb.compute()), None
-                elif isinstance(y, da.Array):
-                    xv, yv = da.compute(xb, y.blocks[i])
-                    yield np.asarray(xv), np.asarray(yv)
-                else:
-                    yield np.asarray(xb.compute()), y[start : start + rows]
-                start += rows
-        else:
-            for i in range(0, n, chunk_rows):
-                yield X[i : i + chunk_rows], None if y is None else y[i : i + chunk_rows]
-
+    tgt = None if y is None else _check_target(y, X, task, target, classes)
     where = resolve(dest, storage_options, what="dest").url
     with atomic_group(dest, overwrite, kind="data", storage_options=storage_options) as tmp:
         writer = _ZarrWriter(
             tmp,
             cols,
             chunk_rows=chunk_rows,
-            task=resolved,
-            n_classes=0 if class_arr is None else len(class_arr),
-            target=target,
+            task=None if tgt is None else tgt.task,
+            n_classes=0 if tgt is None or tgt.classes is None else len(tgt.classes),
+            target=target if tgt is None else tgt.name,
             nan_policy=nan_policy,
             progress=progress,
         )
         start = 0
-        for xb, yb in blocks():
+        for xb, yb in _row_blocks(X, None if tgt is None else tgt.y, chunk_rows):
             rows = np.arange(start, start + len(xb))
             start += len(xb)
-            if yb is not None:
-                if resolved == "classification":
-                    # codes index the given class order: search the sorted
-                    # classes, then map sorted positions back to that order
-                    sorted_classes = class_arr[order]
-                    codes = _class_codes(np.asarray(yb), sorted_classes, rows, target)
-                    yb = np.where(codes >= 0, order[np.maximum(codes, 0)], -1).astype(np.int32)
-                else:
-                    yb = np.asarray(yb, dtype=np.float32)
-            writer.append(xb, yb, rows=rows)
-        if class_arr is not None:
-            extra["classes"] = class_arr.tolist()
+            writer.append(xb, None if yb is None else tgt.encode(yb, rows), rows=rows)
+        if tgt is not None and tgt.classes is not None:
+            extra["classes"] = tgt.classes.tolist()
         out = writer.close(extra)
     return _report(where, out)

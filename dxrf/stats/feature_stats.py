@@ -382,6 +382,62 @@ def check_split(
     return None, split, None, 2
 
 
+def _check_maps(features: object, X: np.ndarray | da.Array) -> tuple[list, bool]:
+    """(the kernels of the feature maps, whether a list of maps was given): maps that agree on ``d``."""
+    if features is None:
+        raise ValueError("features is required: pass a feature map such as RandomFourierFeatures(...)")
+    many = isinstance(features, (list, tuple))
+    maps = list(features) if many else [features]
+    if not maps:
+        raise ValueError("features is an empty list: pass at least one feature map")
+    kernels = [resolve_kernel(f, X) for f in maps]
+    d = {k.n_features_in for k in kernels}
+    if len(d) > 1:
+        raise ValueError(f"the feature maps expect different numbers of input columns: {sorted(d)}")
+    return kernels, many
+
+
+def _check_subsample(subsample: float | None, subsample_seed: int) -> tuple[float, int] | None:
+    """The hashed row sample (fraction kept, seed), or None to keep every row without hashing."""
+    if subsample is None:
+        return None
+    subsample_seed = check_seed(subsample_seed, "subsample_seed")
+    # 1 keeps every row: the hash is below 1 for all of them
+    whole = isinstance(subsample, numbers.Real) and not isinstance(subsample, bool) and subsample == 1
+    keep = 1.0 if whole else check_fraction(subsample, "subsample", what="a fraction in (0, 1]")
+    return (float(keep), subsample_seed)
+
+
+def _check_input(X: np.ndarray | da.Array, y: object, kernels: list) -> tuple[np.ndarray | da.Array, object]:
+    """``X`` (a non-empty 2-d NumPy array, or a checked dask matrix) and NumPy ``y`` with as many rows."""
+    if is_dask(X):
+        return check_dask_matrix(X, n_features=kernels[0].n_features_in), y
+    X = np.asarray(X)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-dimensional, got shape {X.shape}")
+    if X.shape[0] == 0:
+        raise ValueError("X is empty (0 rows)")
+    n = X.shape[0]
+    if y is not None:
+        y = np.asarray(y)
+        if y.ndim == 0 or y.shape[0] != n:
+            raise ValueError(f"y has {y.shape[0] if y.ndim else 0} rows but X has {n}")
+    return X, y
+
+
+def _check_pass_memory(cfg: StatsConfig, kernels: list, groups: int, X: np.ndarray | da.Array) -> None:
+    """Refuse, before the pass, statistics whose partials or result cannot fit in memory."""
+    # the client receives a dense M x M Gram per map and group
+    m = max(k.n_components for k in kernels)
+    check_pass(
+        partial_bytes(cfg), sum(8 * groups * k.n_components**2 for k in kernels),
+        f"the statistics of {len(kernels)} feature map{'s' if len(kernels) > 1 else ''} of up to n_components={m} "
+        f"features over {groups} row group{'s' if groups > 1 else ''} (n_candidates of a selector)",
+        "use fewer features (n_components or n_candidates), fewer maps or fewer folds, or more memory",
+        concurrency=local_threads(X),
+    )
+
+
 def accumulate(
     X: np.ndarray | da.Array,
     y: np.ndarray | da.Array | None = None,
@@ -504,51 +560,15 @@ def accumulate(
     split_seed = check_seed(split_seed, "split_seed")
     check_not_sparse(X)
     check_not_sparse(y, "y")
-    if features is None:
-        raise ValueError("features is required: pass a feature map such as RandomFourierFeatures(...)")
-    many = isinstance(features, (list, tuple))
-    maps = list(features) if many else [features]
-    if not maps:
-        raise ValueError("features is an empty list: pass at least one feature map")
-    kernels = [resolve_kernel(f, X) for f in maps]
-    d = {k.n_features_in for k in kernels}
-    if len(d) > 1:
-        raise ValueError(f"the feature maps expect different numbers of input columns: {sorted(d)}")
-    sample = None
-    if subsample is not None:
-        subsample_seed = check_seed(subsample_seed, "subsample_seed")
-        # 1 keeps every row: the hash is below 1 for all of them
-        whole = isinstance(subsample, numbers.Real) and not isinstance(subsample, bool) and subsample == 1
-        keep = 1.0 if whole else check_fraction(subsample, "subsample", what="a fraction in (0, 1]")
-        sample = (float(keep), subsample_seed)
-
-    if not is_dask(X):
-        X = np.asarray(X)
-        if X.ndim != 2:
-            raise ValueError(f"X must be 2-dimensional, got shape {X.shape}")
-        if X.shape[0] == 0:
-            raise ValueError("X is empty (0 rows)")
-        n = X.shape[0]
-        if y is not None:
-            y = np.asarray(y)
-            if y.ndim == 0 or y.shape[0] != n:
-                raise ValueError(f"y has {y.shape[0] if y.ndim else 0} rows but X has {n}")
-    else:
-        X = check_dask_matrix(X, n_features=kernels[0].n_features_in)
+    kernels, many = _check_maps(features, X)
+    sample = _check_subsample(subsample, subsample_seed)
+    X, y = _check_input(X, y, kernels)
     fraction, column, folds, groups = check_split(split, folds, X, opts)
     weight = check_sample_weight(sample_weight, int(X.shape[0]))
     tiles = [tile_rows or default_tile_rows(k, opts) for k in kernels]
     cfg = StatsConfig(kernels, tiles, fraction, split_seed, groups, folds, sample, weighted=weight is not None,
                       n_rows=int(X.shape[0]))
-    # the client receives a dense M x M Gram per map and group: refused before the pass
-    m = max(k.n_components for k in kernels)
-    check_pass(
-        partial_bytes(cfg), sum(8 * groups * k.n_components**2 for k in kernels),
-        f"the statistics of {len(kernels)} feature map{'s' if len(kernels) > 1 else ''} of up to n_components={m} "
-        f"features over {groups} row group{'s' if groups > 1 else ''} (n_candidates of a selector)",
-        "use fewer features (n_components or n_candidates), fewer maps or fewer folds, or more memory",
-        concurrency=local_threads(X),
-    )
+    _check_pass_memory(cfg, kernels, groups, X)
     with checked_pass():  # checked above: the engine does not check the partials again
         out = run_pass(
             stats_pass(cfg), X, (y, column, weight), (cfg,), options=opts, split_every=split_every, lanes=lanes,

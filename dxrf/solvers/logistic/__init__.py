@@ -89,20 +89,21 @@ integer weights then equal repeated rows to float64 rounding.
 
 Modules
 -------
-``objective`` (:class:`_Objective`, softplus, label checks), ``sample`` (the
-Hessian row sample by global row index), ``sums`` (the per-block kernel and
-the public per-block functions), ``passes`` (the pass runner on
-:mod:`dxrf.engine`), ``batching`` (requests of the per-class solvers served by
-shared passes), ``newton``, ``newton_cg`` and ``lbfgs`` (the solvers) and
-``fit`` (:func:`fit_logistic`, :func:`choose_solver`); ``softmax`` (the per-row
-terms of the multinomial loss) and ``multinomial`` (:func:`fit_multinomial`:
-one softmax over all K classes, by L-BFGS or Newton-CG on the same passes).
+``messages`` (the solvers' requests and replies), ``objective``
+(:class:`_Objective`, softplus, label checks), ``sample`` (the Hessian row
+sample by global row index), ``sums`` (the per-block kernel), ``blocks`` (the
+public per-block functions), ``passes`` (the pass runner on :mod:`dxrf.engine`),
+``batching`` (requests of the per-class solvers served by shared passes),
+``newton``, ``newton_cg`` and ``lbfgs`` (the solvers) and ``fit``
+(:func:`fit_logistic`, :func:`choose_solver`); ``softmax`` (the per-row terms
+of the multinomial loss) and ``multinomial`` (:func:`fit_multinomial`: one
+softmax over all K classes, by L-BFGS or Newton-CG on the same passes).
 """
 
 from __future__ import annotations
 
 # the names other modules and tests import from here, private ones included
-from dxrf.solvers.logistic.batching import _batch_pass, _drive, _Outcome, _Reply, _Request
+from dxrf.solvers.logistic.batching import _batch_pass, _drive
 from dxrf.solvers.logistic.fit import (
     NEWTON_MAX_COMPONENTS,
     NEWTON_MAX_HESSIAN_BYTES,
@@ -112,23 +113,14 @@ from dxrf.solvers.logistic.fit import (
     fit_logistic,
     newton_hessian_bytes,
 )
+from dxrf.solvers.logistic.messages import _Outcome, _Reply, _Request
 from dxrf.solvers.logistic.multinomial import MULTINOMIAL_SOLVERS, MultinomialResult, fit_multinomial
 from dxrf.solvers.logistic.objective import _LINE_STEPS, _check_labels, _Objective, _softplus
 from dxrf.solvers.logistic.passes import _PassRunner
 from dxrf.solvers.logistic.sample import _HESS_BLOCK, HESSIAN_ROWS_PER_PARAMETER, _hessian_period, _hessian_runs
 from dxrf.solvers.logistic.softmax import class_index, softmax_rows
-from dxrf.solvers.logistic.sums import (
-    LogisticSums,
-    _block_sums,
-    _finalize,
-    _make_spec,
-    _Spec,
-    _Sums,
-    logistic_block,
-    logistic_hvp_block,
-    softmax_block,
-    softmax_hvp_block,
-)
+from dxrf.solvers.logistic.blocks import LogisticSums, logistic_block, logistic_hvp_block, softmax_block, softmax_hvp_block
+from dxrf.solvers.logistic.sums import _block_sums, _finalize, _make_spec, _Spec, _Sums
 
 __all__ = [
     "NEWTON_MAX_COMPONENTS",

@@ -1,57 +1,20 @@
 """Requests of the per-class solvers, batched so that one pass serves every unfinished class.
 
 Each class's solver is a generator yielding :class:`_Request` and receiving
-:class:`_Reply`; :func:`_drive` advances them in lockstep and
+:class:`_Reply` (:mod:`.messages`); :func:`_drive` advances them in lockstep and
 :func:`_batch_pass` turns one round of requests into one pass.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 
 import numpy as np
 
 from dxrf.core.blas import blas_limit
+from dxrf.solvers.logistic.messages import _Outcome, _Reply, _Request, _Solver
 from dxrf.solvers.logistic.passes import _PassRunner
 from dxrf.solvers.logistic.sums import _make_spec
-
-
-@dataclasses.dataclass
-class _Request:
-    """What one solver needs from the next pass, at ``point`` = [theta; beta] (M + 1,).
-
-    For the multinomial problem the point, ``direction`` and ``vector`` are
-    (M + 1, K) matrices flattened row by row, and so are the replies'
-    ``grad`` and ``hv``.
-    """
-
-    point: np.ndarray
-    grad: bool = True
-    hessian: bool = False
-    direction: np.ndarray | None = None  # line-search losses at point - (1 - s) direction
-    vector: np.ndarray | None = None  # Hessian-vector product at point
-
-
-@dataclasses.dataclass
-class _Reply:
-    loss: float | None = None
-    grad: np.ndarray | None = None
-    hessian: np.ndarray | None = None
-    line: np.ndarray | None = None
-    hv: np.ndarray | None = None
-
-
-@dataclasses.dataclass
-class _Outcome:
-    point: np.ndarray
-    loss: float
-    n_iter: int
-    converged: bool
-    message: str
-
-
-_Solver = Generator[_Request, _Reply, _Outcome]
 
 
 def _batch_pass(runner: _PassRunner, requests: dict[int, _Request]) -> dict[int, _Reply]:

@@ -17,6 +17,7 @@ from dxrf.core.options import Options, resolve_options
 from dxrf.stats.feature_stats import resolve_kernel
 from dxrf.stats.tiles import wide_products
 from dxrf.solvers.logistic.batching import _drive
+from dxrf.solvers.logistic.messages import _Outcome
 from dxrf.solvers.logistic.lbfgs import _lbfgs
 from dxrf.solvers.logistic.newton import _newton
 from dxrf.solvers.logistic.newton_cg import _newton_cg
@@ -163,6 +164,49 @@ def row_weights(sample_weight: object, n: int) -> tuple[np.ndarray | da.Array | 
     return weights, total
 
 
+def _setup(
+    X: np.ndarray | da.Array,
+    T: np.ndarray | da.Array,
+    kernel: FeatureKernel,
+    n: int,
+    chosen: str,
+    total: float,
+    alpha: float,
+    fit_intercept: bool,
+    progress: bool | None,
+    hessian_rows: object,
+    weights: np.ndarray | da.Array | None,
+    options: Options | None,
+) -> tuple[_Objective, _PassRunner, int]:
+    """(the objective, the pass runner, the Hessian row period) of a fit by solver ``chosen``."""
+    m = kernel.n_components
+    # scipy's L-BFGS line search compares function values, so float32 features get
+    # float64 scores there (see _block_sums); Newton's line search also uses derivatives
+    precise = chosen == "lbfgs"
+    # a small fit computes float32 features' products in float64 (as the statistics pass
+    # does): its objective is then as smooth as with float64 features
+    wide = wide_products(kernel, n)
+    obj = _Objective(total, alpha, m, fit_intercept, np.float64 if precise or wide else kernel.dtype)
+    opts = resolve_options(options, progress=progress)  # once per fit: its passes get them explicitly
+    period = _hessian_period(hessian_rows, n, m, kernel.n_features_in)  # checked for every solver
+    period = period if chosen == "newton" else 1
+    runner = _PassRunner(X, T, kernel, opts, precise=precise, hess_period=period, weights=weights, wide=wide)
+    return obj, runner, period
+
+
+def _all_converged(outcomes: list[_Outcome], chosen: str) -> bool:
+    """Whether every column's solver converged; else a ConvergenceWarning, at the caller of :func:`fit_logistic`."""
+    failed = [f"column {j}: {o.message}" for j, o in enumerate(outcomes) if not o.converged]
+    if failed:
+        warnings.warn(
+            f"logistic regression ({chosen}) did not converge: " + "; ".join(failed)
+            + ". Increase max_iter, or check the scaling of the data.",
+            ConvergenceWarning,
+            stacklevel=3,  # past _all_converged and fit_logistic: the caller's line
+        )
+    return not failed
+
+
 def fit_logistic(
     X: np.ndarray | da.Array,
     T: np.ndarray | da.Array,
@@ -264,39 +308,20 @@ def fit_logistic(
     weights, total = row_weights(sample_weight, n)
     W0 = _initial_points(coef_init, intercept_init, m, k, bool(fit_intercept))
     chosen = choose_solver(m, k) if solver == "auto" else solver
-    # scipy's L-BFGS line search compares function values, so float32 features get
-    # float64 scores there (see _block_sums); Newton's line search also uses derivatives
-    precise = chosen == "lbfgs"
-    # a small fit computes float32 features' products in float64 (as the statistics pass
-    # does): its objective is then as smooth as with float64 features
-    wide = wide_products(kernel, n)
-    obj = _Objective(total, alpha, m, bool(fit_intercept), np.float64 if precise or wide else kernel.dtype)
-    opts = resolve_options(options, progress=progress)  # once per fit: its passes get them explicitly
-    period = _hessian_period(hessian_rows, n, m, kernel.n_features_in)  # checked for every solver
-    period = period if chosen == "newton" else 1
-    runner = _PassRunner(X, T, kernel, opts, precise=precise, hess_period=period, weights=weights, wide=wide)
+    obj, runner, period = _setup(X, T, kernel, n, chosen, total, alpha, bool(fit_intercept), progress, hessian_rows, weights, options)
     make = _SOLVER_FUNCTIONS[chosen]
     try:
         outcomes = _drive({j: make(obj, W0[:, j].copy(), float(tol), int(max_iter)) for j in range(k)}, runner)
     finally:
         runner.close()
     W = np.column_stack([outcomes[j].point for j in range(k)])
-    converged = all(outcomes[j].converged for j in range(k))
-    if not converged:
-        failed = [f"column {j}: {outcomes[j].message}" for j in range(k) if not outcomes[j].converged]
-        warnings.warn(
-            f"logistic regression ({chosen}) did not converge: " + "; ".join(failed)
-            + ". Increase max_iter, or check the scaling of the data.",
-            ConvergenceWarning,
-            stacklevel=2,
-        )
     return LogisticResult(
         coef=W[:m].copy(),
         intercept=W[m].copy() if fit_intercept else np.zeros(k),
         n_iter=max(outcomes[j].n_iter for j in range(k)),
         n_passes=runner.count,
         loss=np.array([outcomes[j].loss for j in range(k)]),
-        converged=converged,
+        converged=_all_converged([outcomes[j] for j in range(k)], chosen),
         solver=chosen,
         hessian_rows=sum(b - a for a, b in _hessian_runs(0, n, period)) if chosen == "newton" else 0,
     )

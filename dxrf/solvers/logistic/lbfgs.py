@@ -9,7 +9,7 @@ from collections.abc import Callable, Generator
 import numpy as np
 import scipy.optimize
 
-from dxrf.solvers.logistic.batching import _Outcome, _Reply, _Request, _Solver
+from dxrf.solvers.logistic.messages import _Outcome, _Reply, _Request, _Solver
 from dxrf.solvers.logistic.objective import _Objective
 
 

@@ -11,7 +11,7 @@ from collections.abc import Generator
 
 import numpy as np
 
-from dxrf.solvers.logistic.batching import _Outcome, _Reply, _Request, _Solver
+from dxrf.solvers.logistic.messages import _Outcome, _Reply, _Request, _Solver
 from dxrf.solvers.logistic.objective import _LINE_STEPS, _Objective
 
 _REFRESH = 0.25  # Newton: a fresh Hessian when a step shrank the decrement by less than this

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from dxrf.solvers.logistic.batching import _Outcome, _Request, _Solver
+from dxrf.solvers.logistic.messages import _Outcome, _Request, _Solver
 from dxrf.solvers.logistic.newton import _capped, _line_search
 from dxrf.solvers.logistic.objective import _Objective
 

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.linalg
 
-if TYPE_CHECKING:
-    from dxrf.solvers.logistic.batching import _Reply
+from dxrf.solvers.logistic.messages import _Reply
 
 # steps s of the line-search grid evaluated in the same pass as a trial point (a pass also
 # evaluates s = 0, the reference of the Armijo test)
