@@ -42,7 +42,8 @@ from dxrf.selection import (
     suggested_n_components,
 )
 from dxrf.stats.scoring import LinearModels, ModelScores, score_models
-from dxrf.stats.feature_stats import FeatureStats, accumulate
+from dxrf.stats.feature_stats import FeatureStats
+from dxrf.stats.accumulation import accumulate
 
 # Public module paths of earlier releases, now in the layered packages. Each old path
 # is a stand-in module that forwards attribute access to the new one with a
@@ -64,6 +65,10 @@ _MOVED_MODULES = {
     "dxrf.learners.sgd_passes": "dxrf.solvers.sgd_passes",
     "dxrf.learners.cv_splits": "dxrf.search.cv_splits",
     "dxrf.learners.logistic": "dxrf.solvers.logistic",
+    "dxrf.features.kernel": "dxrf.kernels.kernel",
+    "dxrf.features.blocks": "dxrf.kernels.blocks",
+    "dxrf.features.exact": "dxrf.kernels.exact",
+    "dxrf.features.landmarks": "dxrf.kernels.landmarks",
     **{
         f"dxrf.learners.logistic.{name}": f"dxrf.solvers.logistic.{name}"
         for name in ("batching", "fit", "lbfgs", "multinomial", "newton", "newton_cg", "objective", "passes",

@@ -18,7 +18,7 @@ import dxrf
 from dxrf.core import device as _device
 from dxrf.stats import feature_stats as stats
 from dxrf.stats import tiles as stats_tiles
-from dxrf.features import blocks
+from dxrf.kernels import blocks
 
 N, D, M = 2600, 6, 64
 

@@ -13,7 +13,7 @@ from distributed import Client
 import dxrf
 from dxrf.engine import Pass, Rows, cut_tiles, fan_in, row_starts, run_pass, tree_reduce
 from dxrf.stats.scoring import LinearModels, score_models
-from dxrf.stats.feature_stats import accumulate, hashed_split
+from dxrf.stats.accumulation import accumulate, hashed_split
 
 N, D = 2400, 5
 FIELDS = ("gram", "sum", "cross", "ysum", "yy")
@@ -155,7 +155,7 @@ def _model_sets(X, rng):
 
 
 def _dense_for(model, X):
-    from dxrf.stats.feature_stats import resolve_kernel
+    from dxrf.stats.accumulation import resolve_kernel
 
     Z = resolve_kernel(model.features).__call__(X).astype(np.float64)
     coef = np.asarray(model.coef, dtype=np.float64)

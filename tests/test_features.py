@@ -735,7 +735,7 @@ def test_transform_under_a_forbidding_scheduler_stays_lazy():
 
 @pytest.mark.parametrize("scale", [1e-3, 1.0, 30.0, 1e3, 1e5])
 def test_cos_inplace_float64_matches_numpy(scale):
-    from dxrf.features.blocks import _COS_SLICE, cos_inplace
+    from dxrf.kernels.blocks import _COS_SLICE, cos_inplace
 
     rng = np.random.default_rng(int(scale * 1000) % 2**32)
     # more than one slice, the last one partial
@@ -749,7 +749,7 @@ def test_cos_inplace_float64_matches_numpy(scale):
 
 
 def test_cos_inplace_fallbacks():
-    from dxrf.features.blocks import _COS_MAX_ARG, cos_inplace
+    from dxrf.kernels.blocks import _COS_MAX_ARG, cos_inplace
 
     rng = np.random.default_rng(5)
     # a slice with an argument beyond the exact-reduction range goes to np.cos whole

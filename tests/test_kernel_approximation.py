@@ -2,7 +2,7 @@
 
 Every claim is a tolerance band on a statistic of fixed-seed draws, never an
 exact Monte Carlo value. The exact kernels are written out again here, dense
-and independently of :mod:`dxrf.features.exact`, which is checked against
+and independently of :mod:`dxrf.kernels.exact`, which is checked against
 them first.
 """
 

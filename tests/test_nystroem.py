@@ -10,8 +10,8 @@ from sklearn.kernel_approximation import Nystroem
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import dxrf
-from dxrf.features import exact
-from dxrf.features.landmarks import eigen_floor
+from dxrf.kernels import exact
+from dxrf.kernels.landmarks import eigen_floor
 
 KERNELS = ("gaussian", "laplacian", "cauchy")
 EXACT = {"gaussian": exact.gaussian_kernel, "laplacian": exact.laplacian_kernel, "cauchy": exact.cauchy_kernel}

@@ -7,8 +7,9 @@ import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import dxrf
-from dxrf.features import exact, nystroem
-from dxrf.features.landmarks import inverse_cholesky
+from dxrf.features import nystroem
+from dxrf.kernels import exact
+from dxrf.kernels.landmarks import inverse_cholesky
 from dxrf.stats.feature_stats import FeatureStats
 
 

@@ -5,7 +5,7 @@ import pytest
 
 import dxrf
 from dxrf.learners import mse_from_stats, ridge_path, solve_ridge
-from dxrf.stats.feature_stats import accumulate
+from dxrf.stats.accumulation import accumulate
 
 
 def dense_ridge(Z, Y, alpha, fit_intercept=True):
@@ -26,7 +26,7 @@ def test_ridge_path_matches_dense_ridge(fit_intercept):
     Y = np.column_stack([np.cos(X[:, 0]) + 3.0, X[:, 1] * X[:, 2]]) + 0.05 * rng.normal(size=(2000, 2))
     fmap = dxrf.RandomFourierFeatures(100, bandwidth=2.0, dtype="float64", random_state=0).fit(X)
     train, valid = accumulate(X, Y, fmap, split=0.3)
-    mask = dxrf.stats.feature_stats.hashed_split(0, 2000, 0.3)
+    mask = dxrf.stats.accumulation.hashed_split(0, 2000, 0.3)
     Z = fmap.transform(X)
     alphas = np.array([1e-6, 1e-4, 1e-2, 1.0])
     path = ridge_path(train, alphas, valid, fit_intercept=fit_intercept)

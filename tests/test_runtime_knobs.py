@@ -16,7 +16,7 @@ import pytest
 import dxrf
 from dxrf.cluster import get_client, local_cluster
 from dxrf.engine import tile_grid
-from dxrf.stats.feature_stats import block_stats
+from dxrf.stats.accumulation import block_stats
 
 rng = np.random.default_rng(0)
 X = rng.normal(size=(120, 3))

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import dxrf
-from dxrf.stats.feature_stats import hashed_split
+from dxrf.stats.accumulation import hashed_split
 from dxrf.workflows.bench_fig2_grid import FixedFeatures
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")

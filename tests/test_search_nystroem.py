@@ -26,7 +26,7 @@ import dxrf
 import dxrf.io
 from dxrf.engine import hashed_folds
 from dxrf.features.nystroem import uniform_landmarks
-from dxrf.stats.feature_stats import hashed_split
+from dxrf.stats.accumulation import hashed_split
 from dxrf.workflows.bench_fig2_grid import counted, take_reads
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")

@@ -10,7 +10,8 @@ import zarr
 from distributed import Client
 
 import dxrf
-from dxrf.stats.feature_stats import FeatureStats, accumulate, block_stats, hashed_split
+from dxrf.stats.feature_stats import FeatureStats
+from dxrf.stats.accumulation import accumulate, block_stats, hashed_split
 
 N, D, K = 3000, 7, 2
 
@@ -228,7 +229,7 @@ def test_feature_slabs_do_not_change_the_statistics(data, name, monkeypatch):
 
 def test_packed_compensated_sums_match_dense_and_merge_exactly():
     """The Gram's sums keep its upper triangle in packed row bands; merges are exact."""
-    from dxrf.stats.feature_stats import _packed_size, _Sums
+    from dxrf.stats.compensated import packed_size as _packed_size, CompensatedSums as _Sums
 
     m = 150  # three bands of 64, 64 and 22 rows
     rng = np.random.default_rng(3)

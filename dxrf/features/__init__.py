@@ -1,7 +1,11 @@
-"""Random feature maps: samplers of omega, pure block kernels, and transformers."""
+"""Random feature maps as scikit-learn transformers, and the samplers of their frequencies.
 
-from dxrf.features import blocks, exact, samplers
-from dxrf.features.kernel import FeatureKernel
+The shipped kernels and pure block kernels they use are in :mod:`dxrf.kernels`.
+"""
+
+from dxrf.features import samplers
+from dxrf.kernels import blocks, exact
+from dxrf.kernels.kernel import FeatureKernel
 from dxrf.features.samplers import median_distance
 from dxrf.features.nystroem import NystroemFeatures
 from dxrf.features.maps import (

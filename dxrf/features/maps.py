@@ -30,8 +30,9 @@ from dxrf.core.validation import (
     make_rng,
 )
 from dxrf.engine import map_rows
-from dxrf.features import exact, samplers
-from dxrf.features.kernel import FeatureKernel
+from dxrf.features import samplers
+from dxrf.kernels import exact
+from dxrf.kernels.kernel import FeatureKernel
 
 __all__ = [
     "RandomFourierFeatures",

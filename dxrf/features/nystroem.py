@@ -19,9 +19,9 @@ from dxrf.core.validation import (
 )
 from dxrf.core.options import Options, resolve_options
 from dxrf.engine import run_pass
-from dxrf.features import exact
-from dxrf.features.kernel import FeatureKernel
-from dxrf.features.landmarks import LANDMARK_KERNELS, WHITENINGS, RaceConfig, leverage_transform, race_pass, whitening_of
+from dxrf.kernels import exact
+from dxrf.kernels.kernel import FeatureKernel
+from dxrf.kernels.landmarks import LANDMARK_KERNELS, WHITENINGS, RaceConfig, leverage_transform, race_pass, whitening_of
 from dxrf.features.maps import KernelTransformer, RandomFourierFeatures, _resolve_bandwidth, check_bandwidth
 
 __all__ = ["NystroemFeatures", "LANDMARK_METHODS", "landmark_gram", "landmark_kernel", "landmark_kind", "uniform_landmarks"]
@@ -42,7 +42,7 @@ def landmark_kernel(
 
     ``whiten=True``: the features ``k(x, L) T`` of :class:`NystroemFeatures`,
     ``T`` the ``whitening`` of the landmarks' exact kernel matrix
-    (:func:`~dxrf.features.landmarks.whitening_of`: ``K_LL^{-1/2}`` floored
+    (:func:`~dxrf.kernels.landmarks.whitening_of`: ``K_LL^{-1/2}`` floored
     for ``W``'s dtype, or the triangular ``R^{-1}``); ``whiten=False``: the
     kernel values ``k(x, L)`` themselves, whose statistics any prefix of
     the landmarks can be whitened from (the model search).
@@ -304,7 +304,7 @@ class NystroemFeatures(KernelTransformer):
         self, X: np.ndarray | da.Array, rng: np.random.Generator, bandwidth: float, opts: Options
     ) -> tuple[FeatureKernel, np.ndarray]:
         """Pass 1 of leverage landmarks: random Fourier features' Gram, and the transform of their scores."""
-        from dxrf.stats.feature_stats import accumulate
+        from dxrf.stats.accumulation import accumulate
 
         # float32 features: the scores only weight a sample, and N lam I keeps their Gram well conditioned
         rff = RandomFourierFeatures(

@@ -22,7 +22,7 @@ from dxrf.core.target_scale import scale_of, unscale
 from dxrf.core.validation import check_fraction, check_X, is_dask
 from dxrf.core.weights import check_sample_weight, combined_weight
 from dxrf.engine import map_rows
-from dxrf.features.kernel import FeatureKernel
+from dxrf.kernels.kernel import FeatureKernel
 from dxrf.features.maps import RandomFourierFeatures
 from dxrf.stats.feature_stats import FeatureStats
 from dxrf.solvers.features_pass import features_pass, fit_feature_map, is_selector

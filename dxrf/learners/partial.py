@@ -17,9 +17,10 @@ import dask.array as da
 import numpy as np
 
 from dxrf.core.validation import is_dask
-from dxrf.features.kernel import FeatureKernel
+from dxrf.kernels.kernel import FeatureKernel
 from dxrf.features.maps import fit_map
-from dxrf.stats.feature_stats import FeatureStats, accumulate
+from dxrf.stats.feature_stats import FeatureStats
+from dxrf.stats.accumulation import accumulate
 from dxrf.learners._base import is_selector
 
 __all__ = ["PartialFitMixin", "partial_features"]

@@ -20,7 +20,7 @@ from dxrf.core.persistable import MODEL, fitted
 from dxrf.core.validation import check_bool, check_fraction, check_parameters, check_positive_int, is_dask, is_integer, rule
 from dxrf.core.weights import check_sample_weight
 from dxrf.engine import map_rows
-from dxrf.features.kernel import FeatureKernel
+from dxrf.kernels.kernel import FeatureKernel
 from dxrf.learners._base import RandomFeatureModel
 from dxrf.solvers.pca_axes import principal_axes
 

@@ -31,7 +31,7 @@ one-shot parameter averaging per pass (Zinkevich et al., 2010).
 
 Validation
 ----------
-Validation rows (a hashed fraction, as in :func:`dxrf.stats.feature_stats.hashed_split`,
+Validation rows (a hashed fraction, as in :func:`dxrf.stats.accumulation.hashed_split`,
 or a mask) are never used for updates. Their error is computed in the same
 pass and the same task as the training: before updating on its chunk's
 training rows, each task adds the loss of the model as it was at the *start*

@@ -28,7 +28,7 @@ from dxrf.io.files import KIND_ATTR
 from dxrf.io.storage import atomic_group, group_store, resolve, zarr_target
 from dxrf.io.integrity import IntegrityError, array_options, verify
 from dxrf.persist.schema import check_fitted_names, check_fitted_values
-from dxrf.features.kernel import FeatureKernel
+from dxrf.kernels.kernel import FeatureKernel
 from dxrf.stats.feature_stats import FeatureStats
 
 __all__ = ["FORMAT_VERSION", "save", "load", "SaveMixin", "ModelFormatError"]

@@ -22,7 +22,7 @@ import numpy as np
 
 from dxrf.core.errors import ModelFormatError
 from dxrf.core.persistable import FITTED_NAME, fitted_schema, lookup
-from dxrf.features.kernel import FeatureKernel
+from dxrf.kernels.kernel import FeatureKernel
 from dxrf.stats.feature_stats import FeatureStats
 
 __all__ = ["check_fitted_names", "check_fitted_values"]

@@ -30,7 +30,8 @@ from dxrf.search.scoring import class_codes, validation_accuracy
 from dxrf.search.settings import SearchSettings, resolve_seed
 from dxrf.selection.selectors import _split_random_state
 from dxrf.solvers.ridge_path import statistics_rtol
-from dxrf.stats.feature_stats import FeatureStats, accumulate
+from dxrf.stats.feature_stats import FeatureStats
+from dxrf.stats.accumulation import accumulate
 
 __all__ = ["SearchOutcome", "run_search"]
 

@@ -18,7 +18,7 @@ import dataclasses
 
 import numpy as np
 
-from dxrf.features.kernel import FeatureKernel
+from dxrf.kernels.kernel import FeatureKernel
 from dxrf.features.nystroem import landmark_kernel, landmark_kind
 from dxrf.stats.feature_stats import FeatureStats
 from dxrf.search.evaluate import GridErrors, fold_pairs, validate_grid

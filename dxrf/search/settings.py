@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 
 from dxrf.core.validation import ParameterTypeError, is_integer
-from dxrf.features.landmarks import LANDMARK_KERNELS
+from dxrf.kernels.landmarks import LANDMARK_KERNELS
 from dxrf.core.validation import check_choice
 from dxrf.search.grid import SearchGrid, check_grid
 

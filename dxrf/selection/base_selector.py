@@ -11,9 +11,10 @@ from dxrf.core.memory import check_statistics, checked_pass
 from dxrf.core.persistable import COMMON, fitted
 from dxrf.core.validation import check_choice, check_positive_int, is_integer, make_rng
 from dxrf.core.weights import check_sample_weight
-from dxrf.features.kernel import FeatureKernel
+from dxrf.kernels.kernel import FeatureKernel
 from dxrf.features.maps import KernelTransformer, RandomFourierFeatures, fit_map
-from dxrf.stats.feature_stats import FeatureStats, accumulate
+from dxrf.stats.feature_stats import FeatureStats
+from dxrf.stats.accumulation import accumulate
 from dxrf.selection.select import METHODS, Selection
 
 TASKS = ("auto", "regression", "classification")

@@ -15,10 +15,11 @@ import numpy as np
 
 from dxrf.core.memory import check_statistics, checked_pass
 from dxrf.core.validation import is_integer
-from dxrf.features.kernel import FeatureKernel
+from dxrf.kernels.kernel import FeatureKernel
 from dxrf.features.maps import fit_map
 from dxrf.solvers.landmark_solve import LandmarkStats, landmark_values, solves_in_landmark_basis
-from dxrf.stats.feature_stats import FeatureStats, accumulate
+from dxrf.stats.feature_stats import FeatureStats
+from dxrf.stats.accumulation import accumulate
 
 __all__ = ["FeaturesPass", "is_selector", "fit_feature_map", "features_pass"]
 

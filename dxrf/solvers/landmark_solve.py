@@ -1,7 +1,7 @@
 """Ridge on Cholesky-whitened Nyström features, solved in the landmark basis.
 
 Features ``z = b T`` with ``b = k(x, L)`` and ``T = R^{-1}`` upper triangular
-(``K_LL = R^T R``, :func:`dxrf.features.landmarks.inverse_cholesky`). The ridge
+(``K_LL = R^T R``, :func:`dxrf.kernels.landmarks.inverse_cholesky`). The ridge
 equations of DESIGN section 2 in the features, ``(T^T C T + alpha I) w = T^T c``
 (``C``, ``c`` the centred covariances of ``b``), are, with ``beta = T w``,
 
@@ -20,7 +20,7 @@ import numpy as np
 import scipy.linalg
 
 from dxrf.core.blas import blas_limit
-from dxrf.features.kernel import FeatureKernel
+from dxrf.kernels.kernel import FeatureKernel
 from dxrf.features.nystroem import landmark_gram, landmark_kernel, landmark_kind
 from dxrf.stats.feature_stats import FeatureStats, is_upper_triangular
 from dxrf.solvers.ridge_path import _intercept, _normal_equations, mse_from_stats

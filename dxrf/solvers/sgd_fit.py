@@ -16,9 +16,9 @@ import numpy as np
 
 from dxrf.core.options import Options, resolve_options
 from dxrf.core.validation import is_dask
-from dxrf.features.kernel import FeatureKernel
+from dxrf.kernels.kernel import FeatureKernel
 from dxrf.solvers.sgd_passes import _VALIDATION_SEED, _Config, _Data, _Runner, _State
-from dxrf.stats.feature_stats import hashed_split
+from dxrf.stats.accumulation import hashed_split
 
 __all__ = ["SGDOptions", "SGDFit", "resolve_step", "split_rows", "fit_sgd", "partial_sgd"]
 

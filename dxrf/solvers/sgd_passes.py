@@ -24,11 +24,11 @@ from dxrf.core.validation import (
     check_finite_rows,
     is_dask,
 )
-from dxrf.features.kernel import FeatureKernel
+from dxrf.kernels.kernel import FeatureKernel
 from dxrf.core.options import Options
 from dxrf.core.progress import active_client
 from dxrf.engine import Pass, Rows, aligned_blocks, row_starts, run_pass, ship
-from dxrf.stats.feature_stats import hashed_split
+from dxrf.stats.accumulation import hashed_split
 
 
 _SHUFFLE_SALT = 0x5344_4752  # keeps shuffles independent of the feature draw of the same seed

@@ -6,7 +6,8 @@ partial sums (:mod:`dxrf.stats.compensated`); :func:`score_models` scores many
 linear models in one pass (:mod:`dxrf.stats.scoring`).
 """
 
-from dxrf.stats.feature_stats import FeatureStats, accumulate, block_stats, hashed_split, resolve_kernel
+from dxrf.stats.feature_stats import FeatureStats
+from dxrf.stats.accumulation import accumulate, block_stats, hashed_split, resolve_kernel
 from dxrf.stats.scoring import LinearModels, ModelScores, score_models
 from dxrf.stats.tiles import tile_timings
 

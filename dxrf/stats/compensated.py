@@ -10,15 +10,12 @@ from __future__ import annotations
 
 import functools
 from types import ModuleType
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from dxrf.core.buffers import thread_buffer
 from dxrf.core.device import array_module, to_host
-
-if TYPE_CHECKING:
-    from dxrf.stats.feature_stats import FeatureStats
+from dxrf.stats.feature_stats import FeatureStats
 
 __all__ = ["CompensatedSums", "compensated_add", "packed_size"]
 
@@ -137,8 +134,6 @@ class CompensatedSums:
         The sums are of the base features ``b``; the transform applies to
         the small results (``T^T G T``), never to a block.
         """
-        from dxrf.stats.feature_stats import FeatureStats  # stats imports this module
-
         total = {key: self.hi[key] + self.lo[key] for key in self.hi if key != "gram"}
         m = self.m
         gram = np.empty((m, m))

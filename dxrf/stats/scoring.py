@@ -21,7 +21,7 @@ from dxrf.core.validation import check_choice, check_dask_matrix, check_not_spar
 from dxrf.core.weights import check_sample_weight
 from dxrf.stats.compensated import compensated_add
 from dxrf.engine import Pass, Rows, block_groups, check_block, group_rows, run_pass
-from dxrf.stats.feature_stats import check_split, resolve_kernel
+from dxrf.stats.accumulation import check_split, resolve_kernel
 from dxrf.stats.tiles import check_weight_block
 
 __all__ = ["LinearModels", "ModelScores", "score_models"]

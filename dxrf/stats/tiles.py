@@ -20,7 +20,7 @@ from dxrf.core.buffers import thread_buffer
 from dxrf.core.device import array_module, kernel_on, to_host
 from dxrf.stats.compensated import CompensatedSums, packed_size
 from dxrf.engine import Pass, Rows, block_groups, check_block, check_columns, group_rows
-from dxrf.features.kernel import FeatureKernel
+from dxrf.kernels.kernel import FeatureKernel
 from dxrf.core.options import Options
 
 __all__ = [
@@ -64,7 +64,7 @@ class TileWorker:
     ``sums`` continues the compensated sums of earlier chunks of the same lane
     when given (they are updated in place), else starts new ones. ``wide``
     (float32 kernels, see :func:`wide_products`): the features are
-    :meth:`~dxrf.features.kernel.FeatureKernel.base_rowwise`'s, held and
+    :meth:`~dxrf.kernels.kernel.FeatureKernel.base_rowwise`'s, held and
     multiplied in float64.
     """
 

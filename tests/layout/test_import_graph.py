@@ -25,14 +25,15 @@ LAYERS = {
     "engine": 1,
     "cluster": 1,
     "io": 2,
-    "features": 3,
+    "kernels": 3,
     "stats": 4,
-    "selection": 5,
-    "solvers": 6,
-    "search": 7,
-    "learners": 8,
-    "persist": 9,
-    "datasets": 9,
+    "features": 5,  # a data-dependent map (leverage Nyström) runs a statistics pass in its fit
+    "selection": 6,
+    "solvers": 7,
+    "search": 8,
+    "learners": 9,
+    "persist": 10,
+    "datasets": 10,
     "cli": 12,  # the command line: an application of the public API, above dxrf/__init__.py
 }
 TOP = 11  # dxrf/__init__.py: the public names

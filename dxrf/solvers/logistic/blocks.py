@@ -14,7 +14,7 @@ import numpy as np
 from dxrf.core.blas import blas_limit
 from dxrf.core.options import Options, resolve_options
 from dxrf.core.validation import check_int
-from dxrf.features.kernel import FeatureKernel
+from dxrf.kernels.kernel import FeatureKernel
 from dxrf.solvers.logistic.objective import _check_labels
 from dxrf.solvers.logistic.sums import _block_sums, _Final, _finalize, _make_spec, _Spec, _tile_rows
 

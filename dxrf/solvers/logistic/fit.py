@@ -12,9 +12,9 @@ from sklearn.exceptions import ConvergenceWarning
 
 from dxrf.core.validation import check_dask_matrix, check_int, check_nonnegative, is_dask
 from dxrf.core.weights import check_sample_weight
-from dxrf.features.kernel import FeatureKernel
+from dxrf.kernels.kernel import FeatureKernel
 from dxrf.core.options import Options, resolve_options
-from dxrf.stats.feature_stats import resolve_kernel
+from dxrf.stats.accumulation import resolve_kernel
 from dxrf.stats.tiles import wide_products
 from dxrf.solvers.logistic.batching import _drive
 from dxrf.solvers.logistic.messages import _Outcome

@@ -17,9 +17,9 @@ import dask.array as da
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from dxrf.features.kernel import FeatureKernel
+from dxrf.kernels.kernel import FeatureKernel
 from dxrf.core.options import Options, resolve_options
-from dxrf.stats.feature_stats import resolve_kernel
+from dxrf.stats.accumulation import resolve_kernel
 from dxrf.stats.tiles import wide_products
 from dxrf.solvers.logistic.batching import _drive
 from dxrf.solvers.logistic.fit import _check_alpha, _prepare, check_solver_options, row_weights

@@ -15,7 +15,7 @@ import numpy as np
 
 from dxrf.core.validation import is_dask
 from dxrf.engine import LocalPool, Pass, Rows, check_block, run_pass, ship
-from dxrf.features.kernel import FeatureKernel
+from dxrf.kernels.kernel import FeatureKernel
 from dxrf.core.options import Options
 from dxrf.core.progress import active_client
 from dxrf.solvers.logistic.sums import _block_sums, _Final, _finalize, _Spec, _Sums, _tile_rows

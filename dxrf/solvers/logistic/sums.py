@@ -15,7 +15,7 @@ from scipy.special import expit
 
 from dxrf.core.buffers import thread_buffer
 from dxrf.engine import check_block
-from dxrf.features.kernel import FeatureKernel
+from dxrf.kernels.kernel import FeatureKernel
 from dxrf.core.options import Options
 from dxrf.solvers.logistic.objective import _LINE_STEPS, _check_labels, _softplus
 from dxrf.solvers.logistic.sample import _hessian_runs
@@ -399,7 +399,7 @@ def _block_sums(
     With ``spec.multinomial`` the K point columns are one softmax: the per-row
     terms come from :func:`~.softmax.softmax_rows`, the products are the same.
     ``spec.wide`` (a small fit on float32 features, :func:`dxrf.stats.tiles.wide_products`):
-    the features are :meth:`~dxrf.features.kernel.FeatureKernel.raw_rowwise`'s
+    the features are :meth:`~dxrf.kernels.kernel.FeatureKernel.raw_rowwise`'s
     and every product, Hessians included, runs in float64.
     """
     if check:

@@ -10,8 +10,8 @@ import numpy as np
 from dxrf.core.buffers import thread_buffer
 from dxrf.core.device import array_module, is_device_array
 from dxrf.core.validation import check_choice, check_subset
-from dxrf.features import blocks
-from dxrf.features.landmarks import LANDMARK_KERNELS, landmark_block
+from dxrf.kernels import blocks
+from dxrf.kernels.landmarks import LANDMARK_KERNELS, landmark_block
 
 __all__ = ["FeatureKernel", "ACTIVATIONS"]
 
