@@ -8,7 +8,7 @@ the base file's, so an override cannot turn a service with published ports into 
 ``network_mode: host`` one (docker refuses port bindings on the host network), and the
 ``!reset`` tag that removes them exists only in compose v2.24+. The host-network file is
 therefore a complete compose file, derived here from docker-compose.yml by fixed rules, so
-that the two cannot drift apart (tests/test_compose_host.py runs ``--check``'s comparison):
+that the two cannot drift apart (tests/deploy/test_compose_host.py runs ``--check``'s comparison):
 
 - every service gets ``network_mode: host`` and loses ``ports``;
 - the processes bind 127.0.0.1 and address each other there: the scheduler listens on

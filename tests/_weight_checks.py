@@ -14,7 +14,7 @@ from __future__ import annotations
 
 CHECK = "check_sample_weight_equivalence_on_dense_data"
 STOCHASTIC = ("SGD visits the rows in a shuffled order: repeated rows are more, different steps, equal to "
-              "weights only in expectation (tests/test_weights.py checks the kernels and a tolerance band)")
+              "weights only in expectation (tests/core/test_weights.py checks the kernels and a tolerance band)")
 LANDMARKS = ("the Nystroem search draws its landmarks uniformly over row indices, unweighted: repeated rows "
              "change which rows become landmarks")
 VALIDATION = ("validation rows are chosen by a hash of the row index (the default 0.2 with alphas): "

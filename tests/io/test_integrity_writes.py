@@ -617,7 +617,7 @@ def test_benchmark_scratch_arrays_never_replace_a_users_files(tmp_path):
     """Benchmarks with --workdir write scratch arrays into the user's folder: only an earlier scratch array is replaced."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("_bench_common", Path(__file__).parents[1] / "workflows" / "_common.py")
+    spec = importlib.util.spec_from_file_location("_bench_common", Path(__file__).parents[2] / "workflows" / "_common.py")
     common = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(common)
     X = da.ones((10, 2), chunks=5)

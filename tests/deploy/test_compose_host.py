@@ -9,7 +9,7 @@
 - its scheduler and worker commands, run as written on this machine, listen on 127.0.0.1 only,
   and their health checks, run as written, pass (the worker's through the port its preload writes).
 
-tests/test_compose_stack.py (marker ``docker``) runs the file with docker.
+tests/deploy/test_compose_stack.py (marker ``docker``) runs the file with docker.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from test_cluster_deploy import (
     set_option,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BASE = ROOT / "docker-compose.yml"
 HOST = ROOT / "docker-compose.host.yml"
 LOOPBACK = "127.0.0.1"

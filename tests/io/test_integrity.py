@@ -32,7 +32,7 @@ rng = np.random.default_rng(0)
 X = rng.normal(size=(400, 3))
 Y = np.sin(X[:, 0])
 LABELS = np.where(X[:, 1] > 0, "yes", "no")
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _edit(path: Path, fn) -> None:

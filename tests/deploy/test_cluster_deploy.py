@@ -46,7 +46,7 @@ from distributed import Client
 
 import dxrf.io
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "docker-compose.yml"
 COMPOSE_TLS = ROOT / "docker-compose.tls.yml"
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))

@@ -8,7 +8,7 @@
   with pickle disabled.
 - ``dxrf.load`` refuses other format versions, mismatched shapes and corrupt
   files with :class:`dxrf.persist.format.ModelFormatError` (a ValueError) naming the
-  problem. (The basic version/shape cases are in tests/test_learners.py.)
+  problem. (The basic version/shape cases are in tests/learners/test_learners.py.)
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # address space of the child: enough for `import dxrf` with dask, pandas and
 # zarr (about 1.2 GB here with one BLAS thread) and small fits, far below
 # what any refused case asks for

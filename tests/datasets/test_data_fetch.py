@@ -29,7 +29,7 @@ from dxrf.datasets import loaders as datasets
 from dxrf.cli.commands import main
 from workflows._common import free_port, server_process
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ENV_VARS = ("DXRF_DATA_DIR", "DXRF_DATA_MIRROR", "DXRF_DATA_DISCOVER", "XDG_CACHE_HOME", "DXRF_DATA_SOURCE_MIRROR")
 
 

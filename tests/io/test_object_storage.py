@@ -31,7 +31,7 @@ from workflows._common import moto_server  # noqa: E402
 DATA = Path("/work/shared/data/uci_regression_yang2016/parkinsons.csv.gz")
 NAMES = [f"x{j}" for j in range(20)] + ["target"]
 BUCKET = "dxrf-test"
-ROOT = str(Path(__file__).resolve().parents[1])
+ROOT = str(Path(__file__).resolve().parents[2])
 
 
 def _moto(env: dict[str, str] | None = None):

