@@ -16,7 +16,7 @@ import pytest
 
 import dxrf
 from dxrf.core import device as _device
-from dxrf.stats import feature_stats as stats
+from dxrf.stats import compensated
 from dxrf.stats import tiles as stats_tiles
 from dxrf.kernels import blocks
 
@@ -89,11 +89,11 @@ def test_device_branch_rejects_nan(data, standin):
 def test_device_sums_refuse_pickling_until_copied_to_host(standin):
     import pickle
 
-    sums = stats._Sums(3, None, standin)
+    sums = compensated.CompensatedSums(3, None, standin)
     with pytest.raises(TypeError, match="to_host"):
         pickle.dumps(sums)
     host = pickle.loads(pickle.dumps(sums.to_host()))
-    assert host.xp is np and host.hi["gram"].shape == (stats._packed_size(3),)
+    assert host.xp is np and host.hi["gram"].shape == (compensated.packed_size(3),)
     assert host.finish(np.ones(3)).gram.shape == (3, 3)
 
 

@@ -99,8 +99,8 @@ def test_manifest_matches_shared_data(shared_data):
 
 def test_manifest_is_package_data():
     cfg = (ROOT / "pyproject.toml").read_text()
-    assert 'dxrf = ["data_manifest.json"]' in cfg
-    doc = json.loads((ROOT / "dxrf" / "data_manifest.json").read_text())
+    assert '"dxrf.datasets" = ["manifest.json"]' in cfg
+    doc = json.loads((ROOT / "dxrf" / "datasets" / "manifest.json").read_text())
     assert len(doc["files"]) == len(data_cache.files()) == 26
 
 
