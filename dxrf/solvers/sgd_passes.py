@@ -5,6 +5,44 @@ evaluation of a state), and the runner of an epoch: in this process for
 NumPy input, as a chain of tasks along the row chunks (sequential mode) or as
 independent tasks averaged by the engine's tree reduction (averaging mode)
 for dask input. The estimators are in :mod:`dxrf.learners.sgd`.
+
+How it runs on Dask
+-------------------
+*Sequential mode* is the exact serial algorithm. Each pass visits the row
+chunks in a seeded random order; chunk ``i`` is processed by ONE task that
+takes the state (``v``, ``beta``, the update counter, the running training
+loss) from the task of the previous chunk, so the state (``O(M k)`` numbers)
+travels from worker to worker while the data stay where they are read or
+held. Inside a chunk the training rows are shuffled and cut into
+mini-batches; features are computed per tile of mini-batches into a reused
+buffer. The chain is submitted in windows of a few chunks (two windows in
+flight at most), so the chunks a pass loads ahead of the chain are bounded
+however large the data.
+
+*Averaging mode* runs SGD on every chunk in parallel from the same start and
+averages the resulting ``v`` (weighted by training rows) after every pass:
+one-shot parameter averaging per pass (Zinkevich et al., 2010).
+
+Validation
+----------
+Validation rows (a hashed fraction, as in :func:`dxrf.stats.accumulation.hashed_split`,
+or a mask) are never used for updates. Their error is computed in the same
+pass and the same task as the training: before updating on its chunk's
+training rows, each task adds the loss of the model as it was at the *start*
+of the pass (the end of the previous pass, a value shared by all tasks of the
+pass) on the chunk's validation rows. So pass ``p`` yields the validation
+error of the iterate after ``p - 1`` passes at no extra read and with no task
+that could pull a chunk to another worker; one last read of the data (only
+its validation rows are featurised) evaluates the final iterate.
+
+Where tasks run
+---------------
+The scheduler places a task where its largest input lives: a link of the
+chain runs on the worker holding (or having just read) its chunk whenever the
+chunk is larger than the state (``8 M k`` bytes), so the state moves and the
+data do not. Shuffles are keyed by (seed, pass, chunk), so the result does not
+depend on placement, on the number of workers or on the scheduler: a cluster
+reproduces a threaded run bit for bit.
 """
 
 from __future__ import annotations
