@@ -238,7 +238,12 @@ def test_chain_runs_where_the_chunks_live(regression, cluster):
     X8 = np.hstack([X, np.zeros((len(X), 638))])
     with Client(cluster) as client:
         client.register_plugin(_Placement())
-        Xp = da.from_array(X8, chunks=(200, -1)).persist()
+        # the chunks placed alternately on the two workers: left to the scheduler, a loaded
+        # machine could put them all on one, and the test would not test placement
+        workers = sorted(client.scheduler_info()["workers"])
+        blocks = [X8[i : i + 200] for i in range(0, len(X8), 200)]
+        held = [client.scatter(b, workers=[workers[i % 2]]) for i, b in enumerate(blocks)]
+        Xp = da.concatenate([da.from_delayed(f, shape=b.shape, dtype=b.dtype) for f, b in zip(held, blocks)]).persist()
         wait(Xp)
         holder = {key: workers[0] for key, workers in client.who_has(Xp).items()}
         assert len(set(holder.values())) == 2  # spread over both workers
