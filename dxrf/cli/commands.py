@@ -17,7 +17,6 @@ import pkgutil
 import sys
 import warnings
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 from dxrf.cli.arguments import parse_storage_option, storage_options

@@ -28,7 +28,7 @@ from dxrf.search.refit import candidate_map, refit_features
 from dxrf.search.results import best_index, results_table, warn_at_edges
 from dxrf.search.scoring import class_codes, validation_accuracy
 from dxrf.search.settings import SearchSettings, resolve_seed
-from dxrf.selection.selectors import _split_random_state
+from dxrf.selection.base_selector import _split_random_state
 from dxrf.solvers.ridge_path import statistics_rtol
 from dxrf.stats.feature_stats import FeatureStats
 from dxrf.stats.accumulation import accumulate

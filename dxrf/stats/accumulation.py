@@ -1,4 +1,4 @@
-"""Sufficient statistics of random features, accumulated in one pass.
+"""The statistics pass: :func:`accumulate`, the per-block statistics and the checks of a pass's arguments.
 
 A pass maps every row chunk ``X_b`` (with its targets ``Y_b``) to partial
 statistics ``(Z_b^T Z_b, Z_b^T Y_b, sum z, sum y, Y_b^T Y_b, n_b)`` with
