@@ -167,8 +167,14 @@ def compensated_add(hi: np.ndarray, lo: np.ndarray, x: np.ndarray, scratch: np.n
     ``scratch`` (optional, shape ``(4,) + hi.shape``, float64) avoids
     allocating temporaries, whose first touch is slow on this class of machine.
     """
+    xp = array_module(hi)
+    if xp is not np:
+        # a device: one fused kernel instead of eight launches and four temporaries
+        # (measured on an H200 at M = 2000: 5.8 ms of a 7.1 ms tile went to this add)
+        _device_two_sum(xp)(x, hi, lo)
+        return
     if scratch is None:
-        scratch = array_module(hi).empty((4,) + hi.shape)
+        scratch = xp.empty((4,) + hi.shape)
     s, bp, err = scratch[0], scratch[1], scratch[2]
     if x.dtype != hi.dtype:
         # widen float32 tiles once: mixed-dtype ufuncs cast through small buffers, twice here
@@ -184,3 +190,32 @@ def compensated_add(hi: np.ndarray, lo: np.ndarray, x: np.ndarray, scratch: np.n
     hi[...] = s
 
 
+
+
+_DEVICE_KERNELS: dict[str, object] = {}
+
+
+def _device_two_sum(xp: ModuleType):
+    """The elementwise kernel of :func:`compensated_add` on a device (CuPy), built once per process.
+
+    The same operations in the same order as the host branch, in float64, so
+    host and device sums agree bitwise for the same tiles (additions and
+    subtractions only: nothing a compiler may fuse or reassociate).
+    """
+    kernel = _DEVICE_KERNELS.get(xp.__name__)
+    if kernel is None:
+        kernel = xp.ElementwiseKernel(
+            "T x", "float64 hi, float64 lo",
+            """
+            double xd = (double)x;
+            double s = hi + xd;
+            double bp = s - hi;
+            double err = hi - (s - bp);
+            err += xd - bp;
+            lo += err;
+            hi = s;
+            """,
+            "dxrf_two_sum",
+        )
+        _DEVICE_KERNELS[xp.__name__] = kernel
+    return kernel

@@ -133,3 +133,22 @@ def test_cupy_blocks_match_numpy_pass(data, sampling):
             a, b = getattr(g, field), getattr(w, field)
             assert isinstance(a, np.ndarray)
             assert np.linalg.norm(a - b) <= 1e-5 * np.linalg.norm(b), field
+
+
+@pytest.mark.skipif(not _gpu_available(), reason="needs CuPy and a GPU")
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_device_compensated_add_equals_the_host_add_bitwise(dtype):
+    import cupy
+
+    rng = np.random.default_rng(5)
+    hi, lo = np.zeros((40, 70)), np.zeros((40, 70))
+    hi_d, lo_d = cupy.asarray(hi), cupy.asarray(lo)
+    for scale in (1.0, 1e8, 1e-8, 3.0):
+        x = (rng.standard_normal((40, 70)) * scale).astype(dtype)
+        compensated.compensated_add(hi, lo, x)
+        compensated.compensated_add(hi_d, lo_d, cupy.asarray(x))
+        # a strided view, as the Gram's bands are
+        compensated.compensated_add(hi[:, 10:], lo[:, 10:], x[:, :60])
+        compensated.compensated_add(hi_d[:, 10:], lo_d[:, 10:], cupy.asarray(x)[:, :60])
+    np.testing.assert_array_equal(hi_d.get(), hi)
+    np.testing.assert_array_equal(lo_d.get(), lo)
