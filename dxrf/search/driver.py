@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import warnings
 
 import numpy as np
 
 from dxrf.core.memory import check_statistics, checked_pass
+from dxrf.core.options import resolve_options
 from dxrf.core.validation import is_dask, is_integer
 from dxrf.features.maps import fit_map
 from dxrf.features.nystroem import landmark_kernel, uniform_landmarks
@@ -101,27 +103,85 @@ def _check_rows(groups: tuple[FeatureStats, ...], kind: str, cv: object, n_rows:
         raise ValueError(f"the hold-out cv left no training or no validation rows (X has {n_rows} sample{plural}); change cv=")
 
 
-def _plan(s: SearchSettings, X: object, T: object, classes: np.ndarray | None) -> _Plan:
-    """The row groups, and the refusals due before any feature is drawn (too many landmarks, too much memory)."""
+def _plan(s: SearchSettings, X: object, T: object, classes: np.ndarray | None) -> tuple[SearchSettings, _Plan]:
+    """The row groups, and a plan whose statistics fit the workers (refused before any feature is drawn).
+
+    A grid whose candidates' statistics cannot fit is searched by a plan that
+    fits, said in one warning: first reading X twice (``"plain-first"``: the
+    candidates' Gram at one bandwidth only), then fewer candidates (``M0``,
+    never below the largest M). What cannot fit even so is refused, naming the
+    parameters to change. Returns the settings the search runs with.
+    """
     grid = s.grid
     # a splitter sees y as given to fit: the class labels, not the +-1 columns
     given_y = T if classes is None or is_dask(T) else classes[class_codes(T)]
     kind, cv = check_cv(s.cv, X, given_y)
     n_folds = (cv if is_integer(cv) else int(cv.max()) + 1) if kind == "kfold" else 2
-    plain_first = (s.bandwidth_choice == "plain-first" and len(grid.bandwidths) > 1
-                   and any(v.criterion is not None for v in grid.variants))
+    selecting = any(v.criterion is not None for v in grid.variants)
+    plain_first = s.bandwidth_choice == "plain-first" and len(grid.bandwidths) > 1 and selecting
     if s.nystroem and grid.n_candidates > X.shape[0]:
         raise ValueError(f"n_components holds M={grid.n_candidates} landmarks but X has n_samples={X.shape[0]}: "
                          f"use at most {X.shape[0]}")
-    # the Grams of every bandwidth and fold: refused before any feature is drawn
-    check_statistics(
-        grid.n_candidates, "n_components" if s.nystroem else "n_candidates",
-        ("use fewer landmarks (the largest n_components)" if s.nystroem else
-         "use fewer candidates (n_candidates, default 10 x the largest n_components)")
-        + ", fewer bandwidths or fewer folds (cv), or more memory",
-        maps=1 if plain_first else len(grid.bandwidths), groups=n_folds, X=X,
-    )
-    return _Plan(kind, cv, n_folds, plain_first, resolve_seed(s.random_state))
+
+    def check(m0: int, first: bool) -> None:
+        # the Grams of every bandwidth and fold
+        check_statistics(
+            m0, "n_components" if s.nystroem else "n_candidates",
+            ("use fewer landmarks (the largest n_components)" if s.nystroem else
+             "use fewer candidates (n_candidates, default 10 x the largest n_components)")
+            + ", fewer bandwidths or fewer folds (cv), or more memory",
+            maps=1 if first else len(grid.bandwidths), groups=n_folds, X=X,
+        )
+
+    try:
+        check(grid.n_candidates, plain_first)
+    except ValueError as refused:
+        s, plain_first = _plan_that_fits(s, plain_first, selecting, check, refused)
+    return s, _Plan(kind, cv, n_folds, plain_first, resolve_seed(s.random_state))
+
+
+def _fits(check: object, m0: int, first: bool) -> bool:
+    try:
+        check(m0, first)
+    except ValueError:
+        return False
+    return True
+
+
+def _plan_that_fits(s: SearchSettings, plain_first: bool, selecting: bool, check: object,
+                    refused: ValueError) -> tuple[SearchSettings, bool]:
+    """``(settings, plain_first)`` of the cheapest change that fits: two reads, then fewer candidates.
+
+    A changed plan must fit with room for a merge: the check counts two
+    partials per worker, a tree merge holds up to ``split_every + 1`` (and a
+    plan at the check's own limit had its workers die in the merge).
+    """
+    grid = s.grid
+    m0, m_max = grid.n_candidates, int(grid.n_components.max())
+    room = np.sqrt((resolve_options().split_every + 1) / 2)
+
+    def roomy(m: int, first: bool) -> bool:
+        return _fits(check, int(np.ceil(m * room)), first)
+
+    changes = []
+    has_plain = any(v.criterion is None for v in grid.variants)
+    if not plain_first and selecting and has_plain and len(grid.bandwidths) > 1:
+        plain_first = True
+        changes.append("reads X twice (bandwidth_choice='plain-first': the candidates' Gram at the bandwidth "
+                       "the plain features choose)")
+    if not roomy(m0, plain_first):
+        low = grid.candidate_ratio * m_max if grid.candidate_ratio else m_max
+        if s.nystroem or not selecting or low >= m0 or not roomy(low, plain_first):
+            raise refused
+        high = m0  # the largest M0 with room, by bisection: low has room, high has not
+        while high - low > max(1, m0 // 100):
+            mid = (low + high) // 2
+            low, high = (mid, high) if roomy(mid, plain_first) else (low, mid)
+        changes.append(f"draws n_candidates={low} instead of {m0}")
+        s = dataclasses.replace(s, grid=dataclasses.replace(grid, n_candidates=low))
+    need = str(refused).rsplit(": use ", 1)[0]  # the refusal without its advice
+    warnings.warn(f"{need}; so the search {' and '.join(changes)}", UserWarning, stacklevel=4)
+    return dataclasses.replace(s, bandwidth_choice="plain-first") if plain_first else s, plain_first
 
 
 def _draw(s: SearchSettings, X: object, sample_weight: object, seed: int) -> tuple[_Drawn, int]:
@@ -250,7 +310,7 @@ def run_search(
     validation MSE, R^2 (with the weighted variance) and accuracy is a
     weighted mean, and the refit's statistics are weighted.
     """
-    plan = _plan(s, X, T, classes)
+    s, plan = _plan(s, X, T, classes)
     clock = time.perf_counter()
     drawn, passes = _draw(s, X, sample_weight, plan.seed)
     read = _Reader(X, T, s, plan, sample_weight)

@@ -327,17 +327,37 @@ def test_the_search_is_reproducible_to_the_bit(regression):
         np.testing.assert_array_equal(other.coef_, runs[0].coef_)
 
 
-def test_a_search_that_cannot_fit_the_workers_is_refused_before_the_pass(make_cluster):
-    """4 bandwidths x 5 folds of M0 = 3000 candidates: 2.7 GiB per partial, against workers of 1 GiB."""
+def test_a_search_that_cannot_fit_the_workers_runs_a_plan_that_does_and_says_so(make_cluster):
+    """4 bandwidths x 5 folds of M0 = 3000 candidates: 2.7 GiB per partial, against workers of 1 GiB.
+
+    Without plain features to choose the bandwidth first, the search draws
+    fewer candidates (the most that fit) and says so in one warning; with
+    them, it reads X twice (the candidates' Gram at one bandwidth) and so
+    fits more candidates.
+    A largest M that cannot fit even alone is refused before the pass.
+    """
     X = da.from_array(np.random.default_rng(0).normal(size=(4000, 3)), chunks=1000)
     y = X[:, 0]
     cluster = make_cluster(1, memory_limit="1GiB")
     with Client(cluster):
-        est = dxrf.RandomFeatureRidgeCV(bandwidths=[0.5, 1, 2, 4], n_components=[300], selections=["elss-top"],
-                                        cv=5, random_state=0)
+        kw = dict(bandwidths=[0.5, 1, 2, 4], n_components=[300], cv=5, random_state=0)
+        with pytest.warns(UserWarning, match=r"needs about .* GiB per worker .*; so the search draws n_candidates=\d+ "
+                                             r"instead of 3000") as caught:
+            est = dxrf.RandomFeatureRidgeCV(selections=["elss-top"], **kw).fit(X, y)
+        assert len([w for w in caught if "so the search" in str(w.message)]) == 1
+        assert 300 <= est.n_candidates_ < 3000 and est.n_passes_ == 1
+        from dxrf.core.memory import statistics_bytes
+
+        partial, _ = statistics_bytes(est.n_candidates_, maps=4, groups=5)
+        assert 2 * partial <= 2**30  # two partials per worker fit its limit
+        with pytest.warns(UserWarning, match=r"so the search reads X twice \(bandwidth_choice='plain-first'.*\) and "
+                                             r"draws n_candidates="):
+            two = dxrf.RandomFeatureRidgeCV(selections=["none", "elss-top"], **kw).fit(X, y)
+        # one bandwidth's candidates at a time: more of them fit
+        assert est.n_candidates_ < two.n_candidates_ < 3000 and two.n_passes_ == 2
         with pytest.raises(ValueError, match=r"needs about .* GiB per worker .* smallest worker's memory limit is 1.00 GiB"
                                              r".*n_candidates"):
-            est.fit(X, y)
+            dxrf.RandomFeatureRidgeCV(bandwidths=[1.0], n_components=[9000], cv=5, random_state=0).fit(X, y)
 
 
 def test_classifier_accuracy_scoring_equals_separate_fits():

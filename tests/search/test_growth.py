@@ -1,0 +1,76 @@
+"""The growth of a search's number of features: when it grows, when it stops, what it predicts."""
+
+from __future__ import annotations
+
+import pytest
+
+from dxrf.search.growth import GrowthBudget, Stage, first_stage_components, grow, stage_losses
+
+
+def _runner(loss_of_m, seconds=1.0, calls=None):
+    """A stage whose validation loss at M is ``loss_of_m(M)``; each read takes ``seconds`` (pass 60%, algebra 30%)."""
+    def run(ms, first):
+        if calls is not None:
+            calls.append((list(ms), first))
+        stage = Stage(list(ms), {m: loss_of_m(m) for m in ms}, 3 if first else 1, 0.6 * seconds, 0.3 * seconds,
+                      seconds)
+        return ("outcome", max(ms)), stage
+    return run
+
+
+def test_grows_while_the_error_improves_and_stops_when_it_does_not():
+    calls = []
+    # loss falls 20% per doubling up to M = 4000, then flat
+    growth = grow(_runner(lambda m: 0.1 * 0.8 ** (min(m, 4000) / 250),
+                          calls=calls), [250, 500, 1000, 2000], 10**6, GrowthBudget(max_components=64000, time_budget=None))
+    assert calls == [([250, 500, 1000, 2000], True), ([4000], False), ([8000], False)]
+    assert growth.chosen == 1 and growth.outcome == ("outcome", 4000)
+    assert growth.stop_reason == "M=8000 validated within 1% of M=4000"
+    summary = growth.as_dict()
+    assert [s["n_components"] for s in summary["stages"]] == [[250, 500, 1000, 2000], [4000], [8000]]
+    assert summary["chosen_stage"] == 1
+
+
+def test_stops_at_the_first_stage_when_its_largest_m_does_not_pay():
+    calls = []
+    growth = grow(_runner(lambda m: 0.05 if m >= 1000 else 0.2, calls=calls), [250, 500, 1000, 2000], 10**6,
+                  GrowthBudget(time_budget=None))
+    assert calls == [([250, 500, 1000, 2000], True)]
+    assert growth.chosen == 0 and "M=2000 validated within 1% of M=1000" == growth.stop_reason
+
+
+@pytest.mark.parametrize("budget,rows,reason", [
+    (GrowthBudget(max_components=3000, time_budget=None), 10**6, "max_components=3000 reached"),
+    (GrowthBudget(time_budget=None), 12000, "M=4000 would exceed a quarter of the 12000 rows"),
+])
+def test_stops_at_the_limits(budget, rows, reason):
+    growth = grow(_runner(lambda m: 1.0 / m), [250, 500, 1000, 2000], rows, budget)
+    assert len(growth.stages) == 1 and growth.stop_reason == reason
+
+
+def test_stops_when_the_next_stage_would_not_fit_memory_or_time():
+    g = grow(_runner(lambda m: 1.0 / m), [500, 1000], 10**6, GrowthBudget(time_budget=None), fits=lambda m: m < 2000)
+    assert g.stop_reason == "M=2000 would not fit the workers' memory"
+    # a stage of 10 s (3 bandwidths) at M = 1000 predicts, at M = 2000 and one bandwidth,
+    # 6 * 4 / 3 + 3 * 8 / 3 + 1 = 17 s: past a budget of 20 s when 5 s are spent
+    g = grow(_runner(lambda m: 1.0 / m, seconds=10.0), [500, 1000], 10**6, GrowthBudget(time_budget=20.0),
+             clock=lambda: 5.0)
+    assert g.stop_reason == "M=2000 was predicted to take 17 s, past time_budget=20 s (5 s spent)"
+    g = grow(_runner(lambda m: 1.0 / m, seconds=10.0), [500, 1000], 10**6, GrowthBudget(time_budget=23.0,
+             max_components=2000), clock=lambda: 5.0)
+    assert g.stop_reason == "max_components=2000 reached" and len(g.stages) == 2
+
+
+def test_first_stage_is_small_on_large_data_and_within_the_rows():
+    budget = GrowthBudget()
+    assert first_stage_components(36000, 3, budget) == [250, 500, 1000, 2000]
+    assert first_stage_components(400, 3, budget) == [12, 25, 50, 100]
+    # 3e6 rows, 3 bandwidths, 100 s of 1e10 multiply-adds a second: M = 333
+    assert max(first_stage_components(3 * 10**6, 3, budget)) == 333
+    assert first_stage_components(10**6, 1, GrowthBudget(time_budget=None)) == [250, 500, 1000, 2000]
+
+
+def test_stage_losses_take_the_best_score_per_m():
+    results = {"params": [{"n_components": 10}, {"n_components": 10}, {"n_components": 20}],
+               "mean_test_score": [0.5, 0.75, float("nan")]}
+    assert stage_losses(results) == {10: 0.25, 20: float("inf")}
