@@ -66,6 +66,20 @@ def _bandwidths(text: str) -> list[float | str]:
     return out
 
 
+def _positive_int(text: str) -> int:
+    value = _numbers(text, int, "an integer")
+    if len(value) != 1 or value[0] < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value[0]
+
+
+def _seconds(text: str) -> float:
+    value = _numbers(text, float, "a number of seconds")
+    if len(value) != 1 or not np.isfinite(value[0]) or value[0] < 0:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds >= 0 (0: no limit), got {text!r}")
+    return value[0]
+
+
 def _select_list(text: str) -> list[str]:
     values = [v.strip() for v in text.split(",") if v.strip()]
     bad = [v for v in values if v not in SELECTIONS]
@@ -124,15 +138,15 @@ def _search_selections(args: argparse.Namespace) -> list[str]:
 def build_search(args: argparse.Namespace, classification: bool) -> object:
     """The search estimator described by the command-line grids."""
     import dxrf
-    from dxrf.learners.search_cv import DEFAULT_ALPHAS, DEFAULT_BANDWIDTHS, DEFAULT_N_COMPONENTS
+    from dxrf.learners.search_cv import DEFAULT_ALPHAS
 
     if args.model in ("logistic", "multinomial") and not classification:
         raise ValueError(f"--model {args.model} needs a classification target (the data's y has no classes)")
     alphas = args.alphas if args.alphas is not None else ([args.alpha] if args.alpha is not None else DEFAULT_ALPHAS)
-    cv = args.cv if args.cv is not None else (args.validation if args.validation is not None else 5)
+    cv = args.cv if args.cv is not None else (args.validation if args.validation is not None else "auto")
     common = dict(
-        bandwidths=args.bandwidth or list(DEFAULT_BANDWIDTHS),
-        n_components=args.n_components or list(DEFAULT_N_COMPONENTS),
+        bandwidths=args.bandwidth or "auto",
+        n_components=args.n_components or "auto",
         selections=_search_selections(args),
         lams=args.lam or [1e-3],
         rhos=args.rho or [1.0],
@@ -140,8 +154,10 @@ def build_search(args: argparse.Namespace, classification: bool) -> object:
         n_candidates=args.n_candidates,
         kernel=args.kernel,
         sampling=args.sampling,
-        dtype=args.dtype,
+        dtype=args.dtype or "auto",
         cv=cv,
+        max_components=args.max_components,
+        time_budget=None if args.time_budget == 0 else args.time_budget,
         random_state=args.seed,
     )
     if classification:
@@ -162,7 +178,7 @@ def build_features(args: argparse.Namespace) -> object:
     if select in ("elss-sample", "elss-top", "lkrf-top"):
         select, method = select.rsplit("-", 1)
     m0 = args.n_candidates or (10 * m if select != "none" else m)
-    common = {"dtype": args.dtype, "random_state": args.seed}
+    common = {"dtype": args.dtype or "float32", "random_state": args.seed}
     if args.features == "rff":
         base = dxrf.RandomFourierFeatures(m0, kernel=args.kernel, bandwidth=bandwidth, sampling=args.sampling, **common)
     elif args.features == "relu":
@@ -335,6 +351,14 @@ def _print_search(model: object, X: da.Array, elapsed: float, out: str, classifi
         print(f"validation:   accuracy {model.best_score_:.6f}, MSE of the +-1 class columns {mse:.6g}")
     else:
         print(f"validation:   R^2 {model.best_score_:.6f}, MSE {mse:.6g}")
+    growth = getattr(model, "growth_", None)
+    if growth:
+        for i, stage in enumerate(growth["stages"]):
+            losses = ", ".join(f"M={m}: {v:.4g}" for m, v in zip(stage["n_components"], stage["validation_loss"]))
+            mark = "  <- chosen" if i == growth["chosen_stage"] else ""
+            print(f"stage {i + 1}:      {losses} (1 - score; {stage['bandwidths']} bandwidth"
+                  f"{'s' if stage['bandwidths'] != 1 else ''}, {stage['seconds']:.1f} s){mark}")
+        print(f"stopped:      {growth['stop_reason']}")
     print(f"model:        {type(model).__name__} on {model.kernel_.n_components} features, refitted on all rows")
     print(f"rows:         {X.shape[0]} x {X.shape[1]}")
     print(f"passes:       {model.n_passes_} over the data in {elapsed:.1f} s")
@@ -437,7 +461,14 @@ def add_model_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     p.add_argument("--pieces", type=int, default=2, help="maxout pieces")
     p.add_argument("--select", type=_select_list, default=None,
                    help=f"feature selections, comma-separated: {', '.join(SELECTIONS)} (default none)")
-    p.add_argument("--n-components", type=_int_list, default=None, help="M, the numbers of features (default 200; search 100,300)")
+    p.add_argument("--n-components", type=_int_list, default=None,
+                   help="M, the numbers of features (default 200; a search grows M from 250 in stages: "
+                        "see --max-components, --time-budget)")
+    p.add_argument("--max-components", type=_positive_int, default=8000,
+                   help="a search without --n-components grows M up to this (default 8000)")
+    p.add_argument("--time-budget", type=_seconds, default=300.0,
+                   help="seconds: a search without --n-components starts no stage predicted to end later "
+                        "(default 300; 0: no limit)")
     p.add_argument("--n-candidates", type=int, default=None, help="M0 (default 10 M with --select)")
     p.add_argument("--lam", type=_float_list, default=None, help="ELSS leverage penalties (default 1e-3)")
     p.add_argument("--method", choices=["sample", "top"], default=None, help="draw of elss and lkrf (default sample)")
@@ -453,7 +484,8 @@ def add_model_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
                    help="standardise inputs with the stored column statistics (the model keeps them)")
     p.add_argument("--scale-y", action="store_true",
                    help="fit on a numeric y scaled into [-1, 1] (the model keeps the map: predictions are in y's units)")
-    p.add_argument("--dtype", choices=["float32", "float64"], default="float32", help="dtype of the features")
+    p.add_argument("--dtype", choices=["float32", "float64"], default=None,
+                   help="dtype of the features (default: float32; a default search: float64 for Nystroem features)")
     p.add_argument("--seed", type=int, default=0, help="random seed of the features and splits")
     p.add_argument("--out", required=True, help="model path (a zarr group)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing model at --out")

@@ -24,12 +24,15 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from dxrf.core.persistable import fitted
-from dxrf.core.validation import check_bool, check_choice, check_int, check_parameters, check_seed, rule
+from dxrf.core.validation import (
+    check_bool, check_choice, check_int, check_parameters, check_positive_float, check_seed, rule,
+)
 from dxrf.core.weights import check_class_weight
 from dxrf.learners.classifier import LOSSES, SOLVER_RULES, RandomFeatureClassifier, _RidgeClassifier
 from dxrf.learners.ridge import RandomFeatureRidge, _RidgeRegressor
 from dxrf.learners.search_cv_docs import _SEARCH_ATTRIBUTES, _SEARCH_PARAMETERS
-from dxrf.search.driver import run_search
+from dxrf.search.growth import GrowthBudget
+from dxrf.search.staged import search
 from dxrf.search.grid import SearchGrid
 from dxrf.search.refit import ridge_refit
 from dxrf.search.scoring import label_codes, stacked_models
@@ -41,6 +44,7 @@ from dxrf.search.settings import (
     LEVERAGE_ROWS,
     SCORINGS,
     SearchSettings,
+    resolve_auto,
     search_grid,
 )
 from dxrf.stats.scoring import LinearModels, score_models
@@ -55,6 +59,11 @@ def store_parameters(estimator: object, values: dict) -> None:
             setattr(estimator, name, values[name])
 
 
+def check_time_budget(value: object, name: str) -> float | None:
+    """``time_budget``: seconds (a positive number) or None (no limit)."""
+    return None if value is None else check_positive_float(value, name, what="a positive number of seconds or None")
+
+
 #: the search's own parameters, each checked once (the grid's values by :func:`dxrf.search.settings.search_grid`)
 SEARCH_RULES = {
     "fit_intercept": rule(check_bool),
@@ -63,6 +72,8 @@ SEARCH_RULES = {
     "leverage_rows": rule(check_choice, choices=LEVERAGE_ROWS),
     "bandwidth_choice": rule(check_choice, choices=BANDWIDTH_CHOICES),
     "cv_seed": rule(check_seed),
+    "max_components": rule(check_int, low=1),
+    "time_budget": rule(check_time_budget),
 }
 
 
@@ -88,6 +99,8 @@ _SEARCH_FITTED = fitted(
     bandwidth_="real",
     random_state_="int",
     search_times_="dict",
+    growth_="dict?",
+    n_components_searched_="index?",
 )
 
 
@@ -102,25 +115,29 @@ class _SearchCV:
     _task = "regression"
     _param_rules = SEARCH_RULES
 
-    def _check_params(self) -> SearchGrid:
-        """Validate the parameters (also run on a loaded model); return the grid."""
+    def _check_params(self, n_rows: int | None = None) -> SearchGrid:
+        """Validate the parameters (also run on a loaded model); return the grid ("auto" values resolved)."""
         check_parameters(self, self._param_rules)
-        return search_grid(self.get_params(deep=False))
+        return search_grid(resolve_auto(self.get_params(deep=False), n_rows))
 
-    def _settings(self) -> SearchSettings:
-        """The checked parameters, as the search driver reads them."""
-        grid = self._check_params()
+    def _settings(self, n_rows: int | None = None) -> SearchSettings:
+        """The checked parameters, as the search driver reads them ("auto" values resolved for ``n_rows`` rows)."""
+        params = resolve_auto(self.get_params(deep=False), n_rows)
+        grid = self._check_params(n_rows)
+        growth = None
+        if self.n_components == "auto":
+            growth = GrowthBudget(max_components=self.max_components, time_budget=self.time_budget)
         return SearchSettings(
-            grid=grid, task=self._task, features=self.features, kernel=self.kernel, sampling=self.sampling,
-            dtype=self.dtype, cv=self.cv, cv_seed=self.cv_seed, fit_intercept=self.fit_intercept,
+            grid=grid, task=self._task, features=params["features"], kernel=self.kernel, sampling=self.sampling,
+            dtype=params["dtype"], cv=params["cv"], cv_seed=self.cv_seed, fit_intercept=self.fit_intercept,
             leverage_rows=self.leverage_rows, bandwidth_choice=self.bandwidth_choice,
             return_train_score=self.return_train_score, keep_models=self.keep_models,
-            scoring=getattr(self, "scoring", "r2"), random_state=self.random_state,
+            scoring=getattr(self, "scoring", "r2"), random_state=self.random_state, growth=growth,
         )
 
     def _search(self, X: object, T: object, settings: SearchSettings, classes: np.ndarray | None, w: object) -> object:
         """Run the search, store its attributes, and return the refit's statistics."""
-        outcome = run_search(X, T, settings, classes, w)
+        outcome = search(X, T, settings, classes, w)
         for name, value in outcome.attributes.items():
             setattr(self, name, value)
         return outcome.stats
@@ -260,8 +277,8 @@ class RandomFeatureRidgeCV(_SearchCV, _RidgeRegressor):
     def __init__(
         self,
         *,
-        bandwidths: object = DEFAULT_BANDWIDTHS,
-        n_components: object = DEFAULT_N_COMPONENTS,
+        bandwidths: object = "auto",
+        n_components: object = "auto",
         selections: object = ("none",),
         lams: object = (1e-3,),
         rhos: object = (1.0,),
@@ -270,15 +287,17 @@ class RandomFeatureRidgeCV(_SearchCV, _RidgeRegressor):
         candidate_ratio: int | None = None,
         leverage_rows: str = "train",
         bandwidth_choice: str = "joint",
-        features: str = "fourier",
+        features: str = "auto",
         kernel: str = "gaussian",
         sampling: str = "iid",
-        dtype: str = "float32",
-        cv: object = 5,
+        dtype: str = "auto",
+        cv: object = "auto",
         cv_seed: int = 0,
         fit_intercept: bool = True,
         return_train_score: bool = False,
         keep_models: bool = False,
+        max_components: int = 8000,
+        time_budget: float | None = 300.0,
         random_state: object = None,
     ) -> None:
         store_parameters(self, locals())
@@ -299,8 +318,9 @@ class RandomFeatureRidgeCV(_SearchCV, _RidgeRegressor):
         -------
         self
         """
-        settings = self._settings()
+        self._check_params()
         X, y, w = self._regression_targets(X, y, sample_weight)
+        settings = self._settings(int(X.shape[0]))
         stats = self._search(X, y, settings, None, w)
         self._set_regression_coef(self._ridge_refit(stats), y.ndim == 1)
         return self
@@ -345,8 +365,8 @@ class RandomFeatureClassifierCV(_SearchCV, _RidgeClassifier):
     def __init__(
         self,
         *,
-        bandwidths: object = DEFAULT_BANDWIDTHS,
-        n_components: object = DEFAULT_N_COMPONENTS,
+        bandwidths: object = "auto",
+        n_components: object = "auto",
         selections: object = ("none",),
         lams: object = (1e-3,),
         rhos: object = (1.0,),
@@ -355,11 +375,11 @@ class RandomFeatureClassifierCV(_SearchCV, _RidgeClassifier):
         candidate_ratio: int | None = None,
         leverage_rows: str = "train",
         bandwidth_choice: str = "joint",
-        features: str = "fourier",
+        features: str = "auto",
         kernel: str = "gaussian",
         sampling: str = "iid",
-        dtype: str = "float32",
-        cv: object = 5,
+        dtype: str = "auto",
+        cv: object = "auto",
         cv_seed: int = 0,
         fit_intercept: bool = True,
         return_train_score: bool = False,
@@ -371,6 +391,8 @@ class RandomFeatureClassifierCV(_SearchCV, _RidgeClassifier):
         tol: float = 1e-8,
         hessian_rows: int | str | None = "auto",
         class_weight: object = None,
+        max_components: int = 8000,
+        time_budget: float | None = 300.0,
         random_state: object = None,
     ) -> None:
         store_parameters(self, locals())
@@ -393,8 +415,9 @@ class RandomFeatureClassifierCV(_SearchCV, _RidgeClassifier):
         -------
         self
         """
-        settings = self._settings()
+        self._check_params()
         X, T, w = self._class_targets(X, y, sample_weight)
+        settings = self._settings(int(X.shape[0]))
         stats = self._search(X, T, settings, self.classes_, w)
         if self.loss == "squared":
             self._set_class_coef(self._ridge_refit(stats))

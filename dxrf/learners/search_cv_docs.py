@@ -1,16 +1,24 @@
 """The shared parameter and attribute text of the search estimators' docstrings."""
 
 _SEARCH_PARAMETERS = """
-    bandwidths : list of float or str, default=("median*0.25", "median*0.5", "median", "median*2", "median*4")
+    bandwidths : "auto" or list of float or str, default="auto"
+        ``"auto"``: ``("median*0.25", "median*0.5", "median", "median*2", "median*4")``.
         Kernel bandwidths ``sigma``: numbers, or multiples of the median
         heuristic (``"median"``, ``"median*0.5"``, ``"2*median"``: the median
         pairwise distance of 1000 sampled rows, one extra read of X). All
         bandwidths share one draw of frequencies, scaled by ``1 / sigma``
         (with ``features="nystroem"``, one set of landmarks).
-    n_components : list of int, default=(100, 300, 1000)
+    n_components : "auto" or list of int, default="auto"
         Numbers of features ``M``; each is a prefix of the selection of the
         largest (nested top-M orders, or the first M of one i.i.d. draw), or
-        with ``features="nystroem"`` the first ``M`` landmarks.
+        with ``features="nystroem"`` the first ``M`` landmarks. ``"auto"``:
+        grown in stages (``growth_``). The first stage searches every
+        bandwidth at ``M = 250, 500, 1000, 2000`` (fewer on few rows or a
+        short ``time_budget``) in one read of X; while the largest ``M``
+        validates more than 1% better than its half, the next stage reads X
+        once at twice the features and the chosen bandwidth, up to
+        ``max_components``, a quarter of the rows, the workers' memory and
+        ``time_budget``. The model is the best stage's.
     selections : list of str, default=("none",)
         ``"none"`` (the first M of the candidates: plain random features),
         ``"elss-sample"`` and ``"elss-top"`` (ELSS Algorithms 1 and 2, one
@@ -53,8 +61,11 @@ _SEARCH_PARAMETERS = """
         second read whenever ``M0`` is several times ``max(M)`` (the ELSS
         paper's ``M0 = 10 M``). The validation errors equal ``"plain"``'s up
         to the rounding of the statistics.
-    features : {"fourier", "nystroem"}, default="fourier"
-        The feature family. ``"fourier"``: random Fourier candidates, as
+    features : {"auto", "fourier", "nystroem"}, default="auto"
+        The feature family. ``"auto"``: ``"nystroem"`` when only the plain
+        features are searched (``selections=["none"]``, no ``n_candidates``
+        or ``candidate_ratio``) with a kernel that has landmarks, else
+        ``"fourier"``. ``"fourier"``: random Fourier candidates, as
         above. ``"nystroem"``: Nyström features ``k(x, L_M) K^{-1/2}``
         (:class:`NystroemFeatures`) whose ``max(M)`` landmarks are drawn once,
         uniformly, by one race pass over X, and ordered by their keys so the
@@ -70,9 +81,12 @@ _SEARCH_PARAMETERS = """
         ``dtype="float64"`` (see :class:`NystroemFeatures`).
     kernel : {"gaussian", "laplacian", "cauchy"}, default="gaussian"
     sampling : {"iid", "orthogonal", "qmc", "structured"}, default="iid"
-    dtype : {"float32", "float64"}, default="float32"
+    dtype : {"auto", "float32", "float64"}, default="auto"
         Feature arithmetic in the pass (sums are float64 either way).
-    cv : int, float, bool array, iterable of (train, test) pairs or CV splitter, default=5
+        ``"auto"``: float64 for Nyström features, float32 for Fourier features.
+    cv : "auto", int, float, bool array, iterable of (train, test) pairs or CV splitter, default="auto"
+        ``"auto"``: 5 folds, or a 20% hold-out when ``n_components="auto"``
+        and X has 10 000 rows or more.
         ``k >= 2``: k folds by a hash of the row index (fold ``j``'s
         statistics are summed apart in the one pass, and its training
         statistics are the total minus fold ``j``); a fraction in (0, 1): a
@@ -100,6 +114,12 @@ _SEARCH_PARAMETERS = """
         (:meth:`fold_models`, :meth:`score_configurations`); memory of about
         ``configurations x M x 8`` bytes per fold. Nyström models are kept
         on the landmarks' kernel values: ``z(x) theta = k(x, L_M) (T_M theta)``.
+    max_components : int, default=8000
+        With ``n_components="auto"``: no stage searches more features.
+    time_budget : float or None, default=300.0
+        With ``n_components="auto"``: seconds; no stage starts that is
+        predicted (from the last stage's measured pass and algebra, scaled
+        by ``M^2`` and ``M^3``) to end later. None: no limit.
     random_state : int, RandomState, Generator or None
         Seeds the candidates and the selections. The candidates of bandwidth
         ``s`` are those of ``RandomFourierFeatures(M0, bandwidth=s,
@@ -142,7 +162,14 @@ _SEARCH_ATTRIBUTES = """
         sample and the candidates, or the landmarks' race), ``"pass"`` (the search's reads of X),
         ``"algebra"`` (every configuration's validation and the refit's
         selection, on the client) and ``"scoring"`` (the classifier's
-        accuracy pass, else 0).
+        accuracy pass, else 0); summed over the stages of a growing search.
+    growth_ : dict
+        With ``n_components="auto"``: ``"stages"`` (per stage its
+        ``n_components``, best ``validation_loss`` per M (``1 - score``),
+        ``bandwidths`` searched and ``seconds``), ``"chosen_stage"`` and
+        ``"stop_reason"``. ``cv_results_`` is the chosen stage's.
+    n_components_searched_ : ndarray of int
+        With ``n_components="auto"``: every M a stage searched.
     features_ : fitted selector, or the candidate map (for ``"none"``, and with ``candidate_ratio``)
         With ``features="nystroem"``: a fitted :class:`NystroemFeatures` with
         the chosen ``M`` landmarks (ordered by row index, as its own ``fit``

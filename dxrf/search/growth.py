@@ -169,7 +169,7 @@ def grow(
     start = time.perf_counter()
     clock = clock or (lambda: time.perf_counter() - start)
     outcome, stage = run_stage(list(first), True)
-    stages, outcomes = [stage], [outcome]
+    stages, best = [stage], outcome  # only the best stage's outcome is kept (its statistics are M x M)
     chosen = 0
     while True:
         last = stages[-1]
@@ -197,12 +197,11 @@ def grow(
             break
         outcome, stage = run_stage([m_next], False)
         stages.append(stage)
-        outcomes.append(outcome)
         if _improves(stage.best, stages[chosen].best, budget.min_improvement):
-            chosen = len(stages) - 1
+            chosen, best = len(stages) - 1, outcome
             continue
         if stage.best < stages[chosen].best:
-            chosen = len(stages) - 1
+            chosen, best = len(stages) - 1, outcome
         reason = f"M={m_next} validated within {budget.min_improvement:.0%} of M={last.largest}"
         break
-    return Growth(stages, chosen, reason, outcomes[chosen])
+    return Growth(stages, chosen, reason, best)

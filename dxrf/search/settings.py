@@ -10,10 +10,11 @@ from dxrf.core.validation import ParameterTypeError, is_integer
 from dxrf.kernels.landmarks import LANDMARK_KERNELS
 from dxrf.core.validation import check_choice
 from dxrf.search.grid import SearchGrid, check_grid
+from dxrf.search.growth import GrowthBudget
 
 __all__ = [
     "DEFAULT_BANDWIDTHS", "DEFAULT_N_COMPONENTS", "DEFAULT_ALPHAS", "SCORINGS", "LEVERAGE_ROWS", "BANDWIDTH_CHOICES",
-    "FEATURES", "SearchSettings", "search_grid", "resolve_seed",
+    "FEATURES", "SearchSettings", "search_grid", "resolve_seed", "resolve_auto", "AUTO_HOLDOUT_ROWS",
 ]
 
 DEFAULT_BANDWIDTHS = ("median*0.25", "median*0.5", "median", "median*2", "median*4")
@@ -44,10 +45,53 @@ class SearchSettings:
     keep_models: bool
     scoring: str
     random_state: object
+    growth: GrowthBudget | None = None  # n_components="auto": grow M in stages within this budget
 
     @property
     def nystroem(self) -> bool:
         return self.features == "nystroem"
+
+
+#: from this many rows a growing search validates on a 20% hold-out instead of 5 folds
+AUTO_HOLDOUT_ROWS = 10_000
+
+
+def resolve_auto(params: dict, n_rows: int | None = None) -> dict:
+    """A search's parameters with their ``"auto"`` values resolved (for ``n_rows`` rows when known).
+
+    * ``features="auto"``: Nyström features when the kernel has landmarks and
+      only the plain features are searched (no selection, no candidate
+      counts), else random Fourier features.
+    * ``dtype="auto"``: float64 for Nyström features (whose kernel values are
+      whitened by ``K_MM^{-1/2}``: float32 values cost accuracy at small
+      penalties), float32 for Fourier features.
+    * ``bandwidths="auto"``: multiples of the median heuristic
+      (:data:`DEFAULT_BANDWIDTHS`).
+    * ``n_components="auto"``: grown in stages (:mod:`dxrf.search.staged`);
+      a placeholder here, where only the grid's other axes are checked.
+    * ``cv="auto"``: 5 folds, or a 20% hold-out for a growing search on
+      :data:`AUTO_HOLDOUT_ROWS` rows or more (each fold costs an ``M x M``
+      statistic and an eigendecomposition per ``M``).
+    """
+    p = dict(params)
+    plain = list(p.get("selections", ("none",))) in (["none"], [("none")])
+    if _is_auto(p.get("features")):
+        simple = plain and p.get("n_candidates") is None and p.get("candidate_ratio") is None
+        p["features"] = "nystroem" if simple and p.get("kernel") in LANDMARK_KERNELS else "fourier"
+    if _is_auto(p.get("dtype")):
+        p["dtype"] = "float64" if p["features"] == "nystroem" else "float32"
+    if _is_auto(p.get("bandwidths")):
+        p["bandwidths"] = list(DEFAULT_BANDWIDTHS)
+    growing = _is_auto(p.get("n_components"))
+    if growing:
+        p["n_components"] = [1]
+    if _is_auto(p.get("cv")):
+        p["cv"] = 0.2 if growing and n_rows is not None and n_rows >= AUTO_HOLDOUT_ROWS else 5
+    return p
+
+
+def _is_auto(value: object) -> bool:
+    return isinstance(value, str) and value == "auto"
 
 
 def search_grid(params: dict) -> SearchGrid:

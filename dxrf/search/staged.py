@@ -1,0 +1,99 @@
+"""The search estimators' entry point: one search, or a search that grows M in stages.
+
+With ``n_components="auto"`` (:attr:`SearchSettings.growth` set), the
+search runs in stages (:mod:`dxrf.search.growth`): the first searches the
+bandwidths and nested prefixes of up to :data:`~dxrf.search.growth.FIRST_STAGE_MAX`
+features in one read of X; each next stage reads X once at twice the features,
+at the bandwidth chosen so far, while that pays and fits the budget. The model
+is the best stage's, refitted from that stage's statistics.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import warnings
+
+import numpy as np
+
+from dxrf.core.memory import check_statistics
+from dxrf.search.driver import SearchOutcome, run_search
+from dxrf.search.grid import BandwidthSpec
+from dxrf.search.growth import Stage, first_stage_components, grow, stage_losses
+from dxrf.search.settings import SearchSettings
+
+__all__ = ["search"]
+
+
+def search(X: object, T: object, s: SearchSettings, classes: np.ndarray | None = None,
+           sample_weight: object = None) -> SearchOutcome:
+    """Run the search ``s`` describes on checked ``X``, targets ``T`` and ``sample_weight``.
+
+    See :func:`dxrf.search.driver.run_search`; with ``s.growth`` the search
+    grows M in stages, and the outcome's attributes add ``growth_`` (the
+    stages, their validation losses and seconds, and why the growth stopped).
+    """
+    if s.growth is None:
+        return run_search(X, T, s, classes, sample_weight)
+    return _grown(X, T, s, classes, sample_weight)
+
+
+def _stage_settings(s: SearchSettings, ms: list[int], bandwidth: object = None) -> SearchSettings:
+    grid = dataclasses.replace(s.grid, n_components=np.asarray(sorted(ms), dtype=np.int64), n_candidates=int(max(ms)))
+    if bandwidth is not None:
+        grid = dataclasses.replace(grid, bandwidths=(BandwidthSpec(bandwidth, None, bandwidth),))
+    return dataclasses.replace(s, grid=grid)
+
+
+def _grown(X: object, T: object, s: SearchSettings, classes: np.ndarray | None, w: object) -> SearchOutcome:
+    n_rows = int(X.shape[0])
+    budget = s.growth
+    chosen: dict = {}
+    caught: list[list] = []  # each stage's warnings
+    passes: list[int] = []
+    times: list[dict] = []
+
+    def run_stage(ms: list[int], first: bool) -> tuple[SearchOutcome, Stage]:
+        t0 = time.perf_counter()
+        stage_s = _stage_settings(s, ms, None if first else chosen["bandwidth"])
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            outcome = run_search(X, T, stage_s, classes, w)
+        caught.append(said)
+        attrs = outcome.attributes
+        passes.append(attrs["n_passes_"])
+        times.append(attrs["search_times_"])
+        if first:
+            chosen["bandwidth"] = attrs["bandwidth_"]
+            chosen["text"] = attrs["best_params_"]["bandwidth"]
+        spent = attrs["search_times_"]
+        stage = Stage(sorted(int(m) for m in ms), stage_losses(attrs["cv_results_"]), len(stage_s.grid.bandwidths),
+                      spent["pass"], spent["algebra"], time.perf_counter() - t0)
+        return outcome, stage
+
+    groups = 2 if not isinstance(s.cv, int) else s.cv
+
+    def fits(m: int) -> bool:
+        try:
+            check_statistics(m, "n_components", "", maps=1, groups=groups, X=X)
+        except ValueError:
+            return False
+        return True
+
+    first = first_stage_components(n_rows, len(s.grid.bandwidths), budget)
+    growth = grow(run_stage, first, n_rows, budget, fits)
+    outcome = growth.outcome
+    # the chosen stage's notes, less the advice to extend n_components: the growth did
+    for w_ in caught[growth.chosen]:
+        if "n_components" not in str(w_.message):
+            warnings.warn_explicit(w_.message, w_.category, w_.filename, w_.lineno)
+    attrs = dict(outcome.attributes)
+    stages = growth.stages
+    attrs["n_passes_"] = sum(passes)
+    attrs["search_times_"] = {k: float(sum(t[k] for t in times)) for k in attrs["search_times_"]}
+    if growth.chosen > 0:
+        # later stages search one bandwidth: report it as the first stage's choice was given
+        attrs["best_params_"] = {**attrs["best_params_"], "bandwidth": chosen["text"]}
+    attrs["growth_"] = growth.as_dict()
+    attrs["n_components_searched_"] = np.array(sorted({m for st in stages for m in st.n_components}), dtype=np.int64)
+    return SearchOutcome(attrs, outcome.stats)
