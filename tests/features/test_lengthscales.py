@@ -287,3 +287,14 @@ def test_parameters_are_stored_as_given():
     assert c.bandwidth == [1.0] * D
     X, _ = data(50)
     assert c.fit(X).kernel_.lengthscales.tolist() == [1.0] * D
+
+
+def test_a_selector_on_lengthscale_candidates():
+    """A selector's features are its candidates' columns: the lengthscales travel with them."""
+    X, y = data(300)
+    kw = dict(n_candidates=100, lam=1e-3, method="top", random_state=0)
+    vec = dxrf.LeverageScoreSampler(20, base=RandomFourierFeatures(bandwidth=ELL), **kw).fit(X)
+    one = dxrf.LeverageScoreSampler(20, base=RandomFourierFeatures(bandwidth=1.0), **kw).fit(X / ELL)
+    np.testing.assert_array_equal(vec.selected_, one.selected_)
+    np.testing.assert_array_equal(vec.transform(X), one.transform(X / ELL))
+    np.testing.assert_array_equal(vec.kernel_.lengthscales, ELL)

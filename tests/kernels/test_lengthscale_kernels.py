@@ -111,3 +111,40 @@ def test_landmark_ridge_solve_with_lengthscales():
     vec = dxrf.RandomFeatureRidge(dxrf.NystroemFeatures(40, bandwidth=ELL, **kw), alpha=1e-3).fit(Xr, y)
     one = dxrf.RandomFeatureRidge(dxrf.NystroemFeatures(40, bandwidth=1.0, **kw), alpha=1e-3).fit(Xr / ELL, y)
     np.testing.assert_allclose(vec.predict(Xr), one.predict(Xr / ELL), rtol=0, atol=1e-10)
+
+
+class _StandIn:
+    """Forwards to NumPy under another name, so that ``xp is not np``: the device branches run on the host."""
+
+    __name__ = "standin"
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+
+@pytest.mark.parametrize("make", [
+    lambda b: dxrf.RandomFourierFeatures(32, bandwidth=b, sampling="structured", dtype="float64", random_state=0),
+    lambda b: dxrf.NystroemFeatures(20, bandwidth=b, random_state=0),
+])
+def test_device_branch_scales_rows_and_landmarks(monkeypatch, make):
+    """The device path (``kernel_on``, the device branches of the kernel) divides by the lengthscales too."""
+    import dask
+    import dask.array as da
+
+    from dxrf.core import device
+    from dxrf.kernels import kernel as kernel_module
+    from dxrf.stats import tiles
+
+    Xr = np.random.default_rng(1).normal(size=(900, 3)) * ELL
+    vec, one = make(ELL).fit(Xr), make(1.0).fit(Xr / ELL)
+    want = dxrf.accumulate(Xr / ELL, features=one)
+    xp = _StandIn()
+    monkeypatch.setattr(tiles, "array_module", lambda a: xp)
+    monkeypatch.setattr(kernel_module, "array_module", lambda a: xp)
+    moved = device.kernel_on(vec.kernel_, xp)
+    np.testing.assert_array_equal(moved.lengthscales, ELL)
+    np.testing.assert_allclose(moved.base(Xr), one.kernel_.base(Xr / ELL), rtol=0, atol=1e-12)
+    with dask.config.set(scheduler="sync"):
+        got = dxrf.accumulate(da.from_array(Xr, chunks=(400, 3)), features=vec)
+    for field in ("gram", "sum"):
+        np.testing.assert_allclose(getattr(got, field), getattr(want, field), rtol=1e-11, atol=1e-12)
