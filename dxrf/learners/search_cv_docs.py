@@ -65,8 +65,8 @@ _SEARCH_PARAMETERS = """
         paper's ``M0 = 10 M``). The validation errors equal ``"plain"``'s up
         to the rounding of the statistics.
     features : {"auto", "fourier", "nystroem"}, default="auto"
-        The feature family. ``"auto"``: ``"nystroem"`` when only the plain
-        features are searched (``selections=["none"]``, no ``n_candidates``
+        The feature family. ``"auto"``: ``"nystroem"`` when ``n_components="auto"``
+        and only the plain features are searched (``selections=["none"]``, no ``n_candidates``
         or ``candidate_ratio``) with a kernel that has landmarks, else
         ``"fourier"``. ``"fourier"``: random Fourier candidates, as
         above. ``"nystroem"``: Nyström features ``k(x, L_M) K^{-1/2}``

@@ -59,9 +59,10 @@ AUTO_HOLDOUT_ROWS = 10_000
 def resolve_auto(params: dict, n_rows: int | None = None) -> dict:
     """A search's parameters with their ``"auto"`` values resolved (for ``n_rows`` rows when known).
 
-    * ``features="auto"``: Nyström features when the kernel has landmarks and
-      only the plain features are searched (no selection, no candidate
-      counts), else random Fourier features.
+    * ``features="auto"``: Nyström features for a growing search
+      (``n_components="auto"``) when the kernel has landmarks and only the
+      plain features are searched (no selection, no candidate counts), else
+      random Fourier features (as before for given grids).
     * ``dtype="auto"``: float64 for Nyström features (whose kernel values are
       whitened by ``K_MM^{-1/2}``: float32 values cost accuracy at small
       penalties), float32 for Fourier features.
@@ -74,15 +75,15 @@ def resolve_auto(params: dict, n_rows: int | None = None) -> dict:
       statistic and an eigendecomposition per ``M``).
     """
     p = dict(params)
-    plain = list(p.get("selections", ("none",))) in (["none"], [("none")])
+    growing = _is_auto(p.get("n_components"))
+    plain = list(p.get("selections", ("none",))) == ["none"]
     if _is_auto(p.get("features")):
-        simple = plain and p.get("n_candidates") is None and p.get("candidate_ratio") is None
+        simple = growing and plain and p.get("n_candidates") is None and p.get("candidate_ratio") is None
         p["features"] = "nystroem" if simple and p.get("kernel") in LANDMARK_KERNELS else "fourier"
     if _is_auto(p.get("dtype")):
         p["dtype"] = "float64" if p["features"] == "nystroem" else "float32"
     if _is_auto(p.get("bandwidths")):
         p["bandwidths"] = list(DEFAULT_BANDWIDTHS)
-    growing = _is_auto(p.get("n_components"))
     if growing:
         p["n_components"] = [1]
     if _is_auto(p.get("cv")):

@@ -18,7 +18,7 @@ import numpy as np
 
 from dxrf.core.memory import check_statistics
 from dxrf.search.driver import SearchOutcome, run_search
-from dxrf.search.grid import BandwidthSpec
+from dxrf.search.grid import parse_bandwidth
 from dxrf.search.growth import Stage, first_stage_components, grow, stage_losses
 from dxrf.search.settings import SearchSettings
 
@@ -40,8 +40,9 @@ def search(X: object, T: object, s: SearchSettings, classes: np.ndarray | None =
 
 def _stage_settings(s: SearchSettings, ms: list[int], bandwidth: object = None) -> SearchSettings:
     grid = dataclasses.replace(s.grid, n_components=np.asarray(sorted(ms), dtype=np.int64), n_candidates=int(max(ms)))
-    if bandwidth is not None:
-        grid = dataclasses.replace(grid, bandwidths=(BandwidthSpec(bandwidth, None, bandwidth),))
+    if bandwidth is not None:  # the value chosen so far: a number or lengthscales
+        spec = parse_bandwidth(np.asarray(bandwidth, dtype=np.float64) if np.ndim(bandwidth) else float(bandwidth))
+        grid = dataclasses.replace(grid, bandwidths=(spec,))
     return dataclasses.replace(s, grid=grid)
 
 

@@ -133,14 +133,21 @@ def test_fit_searches_a_grid_from_one_pass(scheduler, datasets, tmp_path):
 
 
 def test_fit_without_grid_options_runs_the_default_search(scheduler, datasets, tmp_path):
+    """No grid option: the growing search on Nystroem features, its stages and why it stopped printed."""
     paths, *_ = datasets
     proc = run_dxrf("fit", paths["clf", "train"], "--out", str(tmp_path / "m"), "--scheduler", scheduler)
     assert proc.returncode == 0, proc.stderr
-    assert "165 configurations, 5-fold validation, scored by accuracy" in proc.stdout
-    assert "passes:       3 over the data" in proc.stdout  # the median's sample, the statistics, the scoring
+    assert "5-fold validation, scored by accuracy" in proc.stdout
+    assert "stage 1:      M=" in proc.stdout and "stopped:      " in proc.stdout
+    assert "extend the grid" not in proc.stdout
     model = dxrf.load(tmp_path / "m")
     assert type(model).__name__ == "RandomFeatureClassifierCV"
+    assert type(model.features_).__name__ == "NystroemFeatures"
     assert str(model.best_params_["bandwidth"]).startswith("median")
+    stages = model.growth_["stages"]
+    assert model.best_params_["n_components"] in model.n_components_searched_
+    # each stage: the median's sample (first stage), the statistics and the scoring pass
+    assert model.n_passes_ >= 2 * len(stages) + 2
     proc = run_dxrf("evaluate", str(tmp_path / "m"), paths["clf", "test"], "--scheduler", scheduler)
     assert proc.returncode == 0, proc.stderr
     assert float(proc.stdout.split("accuracy:")[1].split()[0]) > 0.9

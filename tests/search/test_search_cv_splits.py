@@ -239,9 +239,15 @@ def test_classifier_accuracy_with_splits(data):
     assert_same_search(strat, fit_quiet(search(cv=list(StratifiedKFold(3).split(X, y)), **kw), X, y))
 
 
-@pytest.mark.parametrize("est", [dxrf.RandomFeatureRidgeCV(), dxrf.RandomFeatureClassifierCV()], ids=lambda e: type(e).__name__)
+@pytest.mark.parametrize("est", [dxrf.RandomFeatureRidgeCV(n_components=[100, 300, 1000]),
+                                 dxrf.RandomFeatureClassifierCV(n_components=[100, 300, 1000])],
+                         ids=lambda e: type(e).__name__)
 def test_sklearn_weight_equivalence_with_leave_one_group_out(est):
-    """scikit-learn's check gives cv=list(LeaveOneGroupOut().split(...)): weights equal repeated rows."""
+    """scikit-learn's check gives cv=list(LeaveOneGroupOut().split(...)): weights equal repeated rows.
+
+    On Fourier candidates (a given grid): the default growing search's Nyström
+    landmarks are drawn uniformly over row indices, unweighted.
+    """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         check_sample_weight_equivalence_on_dense_data(type(est).__name__, est)
