@@ -177,10 +177,11 @@ def pcg_ridge(
     handle = ship(kernel) if is_dask(X) else kernel
 
     def one_pass(V: np.ndarray | None, width: int) -> LandmarkProducts:
-        return run_pass(products_pass(m, width), X, (Y, sample_weight), (handle, V), options=opts,
-                        names=("y", "sample_weight"))
+        # the targets are read by the first pass only
+        return run_pass(products_pass(m, width), X, (Y if V is None else None, sample_weight), (handle, V),
+                        options=opts, names=("y", "sample_weight"))
 
-    first = one_pass(None, 1)
+    first = one_pass(None, 1 if np.ndim(Y) == 1 else int(Y.shape[1]))
     S = first.n
     if not S > 0:
         raise ValueError("the sample weights sum to zero: nothing to fit")
