@@ -37,6 +37,9 @@ class PCGPlanMixin:
 
     def _choose_plan(self, X: object, k: int, grid: object, validation: object) -> bool:
         """Set ``solver_`` and ``plan_estimate_``; True when the CG plan is taken."""
+        for name in ("plan_estimate_", "pcg_history_"):  # nothing left from an earlier fit's plan
+            self.__dict__.pop(name, None)
+        self.n_iter_ = 1  # the Gram plan's one solve; the conjugate gradient's iterations replace it
         solver = self._plan_solver()
         if solver not in PLANS:
             raise ValueError(f"solver must be one of {PLANS} for a ridge fit, got {solver!r}")
