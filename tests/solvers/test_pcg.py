@@ -83,6 +83,7 @@ def test_preconditioner_cuts_iterations_threefold(problem):
     assert not plain.converged, (pre.n_iter, plain.history[-1])
 
 
+@pytest.mark.slow
 def test_dask_from_zarr_on_a_cluster_is_chunking_invariant(problem, tmp_path, cluster2):
     X, Y, w, _, kernel = problem
     beta, b = dense_solution(X, Y, w, kernel, 1e-2)  # a larger penalty: fewer passes on the cluster
