@@ -199,9 +199,10 @@ class RandomFeatureClassifier(PCGPlanMixin, PartialFitMixin, _RidgeClassifier):
         Logistic solver ("newton" is not available for the multinomial loss;
         "auto" is "lbfgs" there).
     max_iter : int, default=100
-        Logistic iterations.
+        Logistic iterations, or conjugate-gradient iterations of ``solver="pcg"``.
     tol : float, default=1e-8
-        Logistic gradient tolerance.
+        Logistic gradient tolerance, or the conjugate gradient's relative residual
+        (positive) with ``solver="pcg"``.
     hessian_rows : "auto", int or None, default="auto"
         Rows sampled for each Hessian of the Newton solver (gradients use every
         row); None for exact Hessians. See
