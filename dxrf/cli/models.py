@@ -15,7 +15,7 @@ from dxrf.cli.arguments import storage_options
 
 __all__ = ["add_model_commands", "build_features", "build_model"]
 
-FEATURE_MAPS = ("rff", "relu", "maxout", "linear")
+FEATURE_MAPS = ("rff", "relu", "maxout", "linear", "nystroem")
 SELECTIONS = ("none", "elss", "elss-sample", "elss-top", "eerf", "lkrf", "lkrf-top")
 MODELS = ("ridge", "logistic", "multinomial", "sgd")
 # options that are grids in a search; given none of them, `dxrf fit` runs the default search
@@ -179,6 +179,11 @@ def build_features(args: argparse.Namespace) -> object:
         select, method = select.rsplit("-", 1)
     m0 = args.n_candidates or (10 * m if select != "none" else m)
     common = {"dtype": args.dtype or "float32", "random_state": args.seed}
+    if args.features == "nystroem":
+        if select != "none":
+            raise ValueError("--features nystroem takes no --select (its landmarks are drawn uniformly)")
+        # the triangular whitening: the one-penalty solve in the landmark basis, at any M
+        return dxrf.NystroemFeatures(m, kernel=args.kernel, bandwidth=bandwidth, whitening="cholesky", **common)
     if args.features == "rff":
         base = dxrf.RandomFourierFeatures(m0, kernel=args.kernel, bandwidth=bandwidth, sampling=args.sampling, **common)
     elif args.features == "relu":
@@ -200,13 +205,16 @@ def build_model(args: argparse.Namespace, classification: bool) -> object:
     import dxrf
 
     if is_search(args):
+        if args.features == "nystroem":
+            raise ValueError("--features nystroem is for a plain fit (one --n-components, no --cv)")
         return build_search(args, classification)
     features = build_features(args)
     alphas = args.alphas
     alpha = 1e-3 if args.alpha is None else args.alpha
     if args.model == "ridge":
         cls = dxrf.RandomFeatureClassifier if classification else dxrf.RandomFeatureRidge
-        return cls(features, alpha=alpha, alphas=alphas, validation=args.validation, random_state=args.seed)
+        return cls(features, alpha=alpha, alphas=alphas, validation=args.validation, random_state=args.seed,
+                   solver=args.solver)
     if args.model in ("logistic", "multinomial"):
         if not classification:
             raise ValueError(f"--model {args.model} needs a classification target (the data's y has no classes)")
@@ -337,6 +345,11 @@ def _print_fit(model: object, args: argparse.Namespace, X: da.Array, elapsed: fl
     if bandwidth is not None:
         print(f"bandwidth:    {format_bandwidth(bandwidth)}")
     print(f"passes:       {model.n_passes_} over the data in {elapsed:.1f} s")
+    estimate = getattr(model, "plan_estimate_", None)
+    if estimate is not None:  # a Nyström ridge: the plan taken and the estimate it was chosen by
+        cg = f", {model.n_iter_} CG iterations" if model.solver_ == "pcg" else ""
+        print(f"plan:         {model.solver_} (estimate {estimate['gram_ops']:.3g} Gram vs {estimate['pcg_ops']:.3g} CG "
+              f"operations{cg})")
     if getattr(model, "alphas_", None) is not None:
         for a, err in zip(model.alphas_, model.validation_errors_):
             mark = "  <- chosen" if a == model.alpha_ else ""
@@ -490,6 +503,9 @@ def add_model_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     p.add_argument("--model", choices=MODELS, default="ridge", help="learner")
     p.add_argument("--alpha", type=float, default=None, help="one ridge penalty (default 1e-3)")
     p.add_argument("--alphas", type=_float_list, default=None, help="comma-separated penalty grid (ridge)")
+    p.add_argument("--solver", choices=["auto", "gram", "pcg"], default="auto",
+                   help="ridge with --features nystroem: one pass of M x M statistics (gram), preconditioned CG over "
+                        "passes (pcg), or the cheaper by the cost estimate (auto)")
     p.add_argument("--cv", type=_cv, default=None,
                    help="search with k folds (an integer) or a hold-out fraction, all from one pass (default 5)")
     p.add_argument("--validation", type=float, default=None,

@@ -13,6 +13,7 @@ from dxrf.core.persistable import fitted
 from dxrf.core.validation import check_choice, check_int, check_nonnegative, check_parameters, is_dask, rule
 from dxrf.core.weights import check_class_weight, check_sample_weight, combined_weight
 from dxrf.learners._base import RandomFeatureModel, is_selector, linear_predict
+from dxrf.learners.pcg_plan import PCGPlanMixin
 from dxrf.learners.partial import PartialFitMixin, check_batch_labels, partial_classes
 from dxrf.learners.ridge import RIDGE_FITTED, RIDGE_RULES, _RidgeSolveMixin
 
@@ -151,7 +152,7 @@ class _RidgeClassifier(_RidgeSolveMixin, ClassifierMixin, RandomFeatureModel):
         return da.log(p) if is_dask(p) else np.log(p)
 
 
-class RandomFeatureClassifier(PartialFitMixin, _RidgeClassifier):
+class RandomFeatureClassifier(PCGPlanMixin, PartialFitMixin, _RidgeClassifier):
     """Linear classifier on random features.
 
     - ``loss="squared"``: least-squares classification (Rahimi & Recht): a
@@ -189,13 +190,19 @@ class RandomFeatureClassifier(PartialFitMixin, _RidgeClassifier):
     validation : float or bool array, optional
         Validation rows for ``alphas`` (default 0.2 with ``alphas``).
     fit_intercept : bool, default=True
-    solver : {"auto", "newton", "lbfgs", "newton-cg"}, default="auto"
+    solver : {"auto", "newton", "lbfgs", "newton-cg", "gram", "pcg"}, default="auto"
+        ``loss="squared"`` with :class:`NystroemFeatures`: ``"gram"`` (one pass
+        of M x M statistics) or ``"pcg"`` (Falkon's preconditioned conjugate
+        gradient, one pass per iteration; ``tol`` and ``max_iter`` apply),
+        ``"auto"`` the cheaper by :func:`dxrf.solvers.pcg.plan_estimate`
+        (as in :class:`RandomFeatureRidge`).
         Logistic solver ("newton" is not available for the multinomial loss;
         "auto" is "lbfgs" there).
     max_iter : int, default=100
-        Logistic iterations.
+        Logistic iterations, or conjugate-gradient iterations of ``solver="pcg"``.
     tol : float, default=1e-8
-        Logistic gradient tolerance.
+        Logistic gradient tolerance, or the conjugate gradient's relative residual
+        (positive) with ``solver="pcg"``.
     hessian_rows : "auto", int or None, default="auto"
         Rows sampled for each Hessian of the Newton solver (gradients use every
         row); None for exact Hessians. See
@@ -237,7 +244,8 @@ class RandomFeatureClassifier(PartialFitMixin, _RidgeClassifier):
     """
 
     _fitted_schema = fitted(
-        RIDGE_FITTED, classes_="labels", n_iter_="int", solver_="str?", hessian_rows_="int?", converged_="bool?"
+        RIDGE_FITTED, classes_="labels", n_iter_="int", solver_="str?", hessian_rows_="int?", converged_="bool?",
+        pcg_history_="numbers?", plan_estimate_="dict?",
     )
 
     def __init__(
@@ -278,12 +286,18 @@ class RandomFeatureClassifier(PartialFitMixin, _RidgeClassifier):
             raise ValueError(f"alphas (a one-pass penalty path) is available for loss='squared'; for {self.loss} use alpha")
         if self.loss != "squared" and self.alpha <= 0:
             raise ValueError(f"alpha must be positive for loss={self.loss!r}, got {self.alpha!r}")
+        if self.loss != "squared" and self.solver in ("gram", "pcg"):
+            raise ValueError(f"solver={self.solver!r} is a plan of the squared loss (a ridge solve), not of loss={self.loss!r}")
         if self.loss == "multinomial" and self.solver == "newton":
             raise ValueError(
                 "solver='newton' is not available for loss='multinomial' (its Hessian would have (K (M + 1))^2 "
                 "entries): use 'lbfgs', 'newton-cg' or 'auto'"
             )
         return grid
+
+    def _plan_solver(self) -> str:
+        # the logistic solvers' names leave the squared loss on its Gram plan, as before
+        return self.solver if self.solver in ("auto", "gram", "pcg") else "gram"
 
     def fit(self, X: np.ndarray | da.Array, y: np.ndarray | da.Array, sample_weight: object = None) -> RandomFeatureClassifier:
         """Fit the classifier.
@@ -307,6 +321,12 @@ class RandomFeatureClassifier(PartialFitMixin, _RidgeClassifier):
         X, T, w = self._class_targets(X, y, sample_weight)
         if self.loss == "squared":
             validation = self.validation if self.validation is not None else (0.2 if grid is not None else None)
+            if self._choose_plan(X, int(T.shape[1]), grid, validation):
+                coef = self._fit_pcg(X, T, w)
+                n_iter = self.n_iter_
+                self._set_class_coef(coef)
+                self.n_iter_ = n_iter  # the conjugate gradient's iterations, not the Gram's one solve
+                return self
             train, valid = self._features_pass(
                 X, T, validation=validation, validation_seed=self.validation_seed,
                 task="classification", classes=self.classes_, sample_weight=w, single_penalty=grid is None,

@@ -8,12 +8,13 @@ from sklearn.base import RegressorMixin
 
 from dxrf.core.errors import ModelFormatError
 from dxrf.core.persistable import MODEL, fitted
-from dxrf.core.validation import check_nonnegative, check_parameters, rule
+from dxrf.core.validation import check_int, check_nonnegative, check_parameters, rule
 from dxrf.core.weights import check_sample_weight
 from dxrf.stats.feature_stats import FeatureStats
 from dxrf.learners._base import RandomFeatureModel, TargetScaleMixin, linear_predict
 from dxrf.solvers.landmark_solve import LandmarkStats, solve_landmark_ridge
 from dxrf.learners.partial import PartialFitMixin
+from dxrf.learners.pcg_plan import PCGPlanMixin
 from dxrf.solvers.ridge_path import check_alpha_grid, mse_from_stats, ridge_path, solve_ridge, statistics_rtol
 
 __all__ = ["RandomFeatureRidge", "RIDGE_FITTED", "check_alphas"]
@@ -133,7 +134,14 @@ class _RidgeRegressor(_RidgeSolveMixin, TargetScaleMixin, RegressorMixin, Random
         return self._to_data_units(out[:, 0] if self.coef_.ndim == 1 else out)
 
 
-class RandomFeatureRidge(PartialFitMixin, _RidgeRegressor):
+#: the plan of a ridge fit: which solver, its estimate and, for the conjugate gradient, its iterations
+PLAN_FITTED = fitted(solver_="str?", n_iter_="int?", pcg_history_="numbers?", plan_estimate_="dict?")
+
+#: the ridge regressor's own parameters: the plan's solver and the conjugate gradient's stopping rule
+PLAN_RULES = {"max_iter": rule(check_int, low=1), "tol": rule(check_nonnegative, what="a finite number >= 0")}
+
+
+class RandomFeatureRidge(PCGPlanMixin, PartialFitMixin, _RidgeRegressor):
     """Ridge regression on random features, solved from one pass of statistics.
 
     Minimises ``(1/N) |Y - Z theta - 1 beta^T|^2 + alpha |theta|^2`` with ``Z``
@@ -162,6 +170,19 @@ class RandomFeatureRidge(PartialFitMixin, _RidgeRegressor):
         Seed of the hashed validation split.
     random_state : int, RandomState, Generator or None
         Seeds ``features`` when they have no ``random_state`` of their own.
+    solver : {"auto", "gram", "pcg"}, default="auto"
+        With :class:`NystroemFeatures`: ``"gram"`` accumulates the M x M
+        statistics in one pass (``N M^2``); ``"pcg"`` solves the same
+        equations by Falkon's preconditioned conjugate gradient, one pass per
+        iteration (``N M d`` each) and no M x M statistics (one ``alpha``, no
+        validation); ``"auto"`` takes the cheaper by
+        :func:`dxrf.solvers.pcg.plan_estimate` (DESIGN.md, "The PCG plan").
+        Other features always take the Gram plan.
+    tol : float, default=1e-8
+        The conjugate gradient stops when each output's preconditioned
+        residual is below ``tol`` times its first (must be positive for ``"pcg"``).
+    max_iter : int, default=100
+        Conjugate-gradient iterations (passes after the first) at most.
 
     Attributes
     ----------
@@ -205,7 +226,7 @@ class RandomFeatureRidge(PartialFitMixin, _RidgeRegressor):
     1
     """
 
-    _fitted_schema = RIDGE_FITTED
+    _fitted_schema = fitted(RIDGE_FITTED, PLAN_FITTED)
 
     def __init__(
         self,
@@ -217,6 +238,9 @@ class RandomFeatureRidge(PartialFitMixin, _RidgeRegressor):
         fit_intercept: bool = True,
         validation_seed: int = 0,
         random_state: object = None,
+        solver: str = "auto",
+        tol: float = 1e-8,
+        max_iter: int = 100,
     ) -> None:
         self.features = features
         self.alpha = alpha
@@ -225,6 +249,9 @@ class RandomFeatureRidge(PartialFitMixin, _RidgeRegressor):
         self.fit_intercept = fit_intercept
         self.validation_seed = validation_seed
         self.random_state = random_state
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
 
     def fit(self, X: np.ndarray | da.Array, y: np.ndarray | da.Array, sample_weight: object = None) -> RandomFeatureRidge:
         """Fit in one pass over X.
@@ -250,6 +277,9 @@ class RandomFeatureRidge(PartialFitMixin, _RidgeRegressor):
         self.__dict__.pop("stats_", None)  # a fit starts over: no running statistics of earlier partial_fit calls
         X, y, w = self._regression_targets(X, y, sample_weight)
         validation = self.validation if self.validation is not None else (0.2 if grid is not None else None)
+        if self._choose_plan(X, 1 if y.ndim == 1 else int(y.shape[1]), grid, validation):
+            self._set_regression_coef(self._fit_pcg(X, y if y.ndim == 2 else y.reshape(-1, 1), w), y.ndim == 1)
+            return self
         train, valid = self._features_pass(X, y, validation=validation, validation_seed=self.validation_seed,
                                            sample_weight=w, single_penalty=grid is None)
         self._set_regression_coef(self._solve_on_stats(train, valid, grid), y.ndim == 1)
@@ -300,6 +330,7 @@ class RandomFeatureRidge(PartialFitMixin, _RidgeRegressor):
 
     def _check_params(self) -> np.ndarray | None:
         """Validate the parameters (also run on a loaded model); return the alpha grid or None."""
+        check_parameters(self, PLAN_RULES)
         return check_parameters(self, RIDGE_RULES)["alphas"]
 
 

@@ -175,3 +175,19 @@ def test_bad_grids_get_one_line_and_exit_2(scheduler, datasets, tmp_path, args, 
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("dxrf: error:") and message in lines[0], proc.stderr
     assert not out.exists()
+
+
+@pytest.mark.slow
+def test_fit_shows_the_nystroem_plan(scheduler, datasets, tmp_path):
+    paths, X, y, _ = datasets
+    proc = run_dxrf(
+        "fit", paths["reg", "train"], "--features", "nystroem", "--n-components", "40", "--bandwidth", "2",
+        "--solver", "pcg", "--out", str(tmp_path / "ny.model"), "--scheduler", scheduler,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "plan:         pcg (estimate" in proc.stdout and "CG iterations" in proc.stdout
+    model = dxrf.load(tmp_path / "ny.model")  # the plan's attributes are saved with the model
+    assert model.solver_ == "pcg" and model.n_iter_ >= 1 and model.pcg_history_.size == model.n_iter_
+    proc = run_dxrf("fit", paths["reg", "train"], "--features", "nystroem", "--n-components", "40", "--select", "eerf",
+                    "--out", str(tmp_path / "x"), "--scheduler", scheduler)
+    assert proc.returncode == 2 and proc.stderr.startswith("dxrf: error:") and "nystroem" in proc.stderr

@@ -285,3 +285,26 @@ def test_logistic_fit_survives_a_killed_worker(cluster, data):
     assert est.n_passes_ == ref.n_passes_
     np.testing.assert_array_equal(est.coef_, ref.coef_)
     np.testing.assert_array_equal(est.intercept_, ref.intercept_)
+
+
+@pytest.mark.slow
+def test_pcg_solve_survives_a_killed_worker(cluster, data):
+    client, counter = cluster
+    _wait_for_workers(client, 2)
+    landmarks = np.random.default_rng(1).normal(size=(100, 8))
+
+    def fit():
+        # a fixed number of conjugate-gradient passes (tol far below reach): the same work each run
+        features = dxrf.NystroemFeatures(landmarks=landmarks, bandwidth=2.0, whitening="cholesky")
+        return dxrf.RandomFeatureRidge(features, alpha=1e-3, solver="pcg", tol=1e-300, max_iter=6).fit(data.X, data.y)
+
+    ref, n_tasks = _count_tasks(counter, fit)
+    assert ref.n_iter_ == 6 and n_tasks >= 7 * 24
+    # in the middle of the CG passes: a lane's partial products are lost with the worker
+    est, info = _run_and_kill(client, counter, fit, kill_at=int(0.5 * n_tasks))
+    assert info["killed"] is not None and info["still_running"], info
+    assert info["finished_before_kill"] < n_tasks
+    _wait_for_workers(client, 2, info["killed"])
+    assert est.n_iter_ == ref.n_iter_ and est.n_passes_ == ref.n_passes_
+    assert _rel(est.coef_, ref.coef_) <= 1e-12
+    np.testing.assert_array_equal(est.pcg_history_, ref.pcg_history_)

@@ -1,0 +1,157 @@
+"""The Nyström ridge by preconditioned conjugate gradient against dense NumPy solves of the same equations."""
+
+from __future__ import annotations
+
+import dask.array as da
+import numpy as np
+import pytest
+import zarr
+from distributed import Client
+
+import dxrf.solvers.pcg as pcg_module
+from dxrf import NystroemFeatures, RandomFeatureClassifier, RandomFeatureRidge, RandomFourierFeatures
+from dxrf.features.nystroem import landmark_gram, landmark_kernel
+from dxrf.kernels.landmark_products import landmark_products
+from dxrf.solvers.pcg import pcg_ridge, plan_estimate
+
+SIGMA, ALPHA = 1.5, 1e-3
+
+
+@pytest.fixture(scope="module")
+def problem():
+    rng = np.random.default_rng(0)
+    n, d, m = 1200, 4, 80
+    X = rng.normal(size=(n, d))
+    Y = np.c_[np.sin(X[:, 0]) + 0.1 * rng.normal(size=n), X[:, 1] ** 2]
+    w = rng.uniform(0.5, 2.0, size=n)
+    L = X[rng.choice(n, m, replace=False)]
+    kernel = landmark_kernel(np.ascontiguousarray(L.T), "gaussian", SIGMA, whiten=False)
+    return X, Y, w, L, kernel
+
+
+def dense_solution(X, Y, w, kernel, alpha, fit_intercept=True):
+    """``(beta, intercept)`` of ``(C + alpha K) beta = c`` from the whole N x M kernel matrix."""
+    Kn = kernel.base(X)
+    K = landmark_gram(kernel.W, "gaussian", SIGMA)
+    S = w.sum()
+    kb = w @ Kn / S if fit_intercept else np.zeros(Kn.shape[1])
+    yb = w @ Y / S if fit_intercept else np.zeros(Y.shape[1])
+    C = (Kn * w[:, None]).T @ Kn / S - np.outer(kb, kb)
+    c = (Kn * w[:, None]).T @ Y / S - np.outer(kb, yb)
+    beta = np.linalg.solve(C + alpha * K, c)
+    return beta, yb - kb @ beta
+
+
+def rel(a, b):
+    return np.abs(a - b).max() / max(np.abs(b).max(), 1e-300)
+
+
+def test_block_products_match_dense(problem):
+    X, Y, w, _, kernel = problem
+    V = np.random.default_rng(1).normal(size=(kernel.n_base, 3))
+    Kn = kernel.base(X)
+    out = landmark_products(X, kernel, V=V, w=w, sub_rows=500)  # three sub-blocks, the last short
+    assert rel(out.kkv, Kn.T @ (w[:, None] * (Kn @ V))) < 1e-12
+    out = landmark_products(X, kernel, Y=Y, w=w, sub_rows=333)
+    assert rel(out.ky, Kn.T @ (w[:, None] * Y)) < 1e-12
+    assert rel(out.ksum, Kn.T @ w) < 1e-12
+    assert out.n == pytest.approx(w.sum(), rel=1e-14)
+    np.testing.assert_allclose(out.ysum, w @ Y, rtol=1e-12)
+    # float32 kernel values, float64 sums: about float32's rounding, not worse
+    k32 = landmark_kernel(kernel.W.astype(np.float32), "gaussian", SIGMA, whiten=False)
+    out = landmark_products(X, k32, V=V, sub_rows=256)
+    assert rel(out.kkv, Kn.T @ (Kn @ V)) < 1e-5
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_solution_equals_dense_solve(problem, fit_intercept):
+    X, Y, w, _, kernel = problem
+    beta, b = dense_solution(X, Y, w, kernel, ALPHA, fit_intercept)
+    res = pcg_ridge(X, Y, kernel, ALPHA, sample_weight=w, fit_intercept=fit_intercept, tol=1e-12, max_iter=300)
+    assert res.converged and res.n_passes == res.n_iter + 1
+    assert rel(res.beta, beta) < 1e-6
+    assert rel(res.intercept, b) < 1e-6
+    assert res.history.shape == (res.n_iter,) and res.history[-1] <= 1e-12
+
+
+def test_preconditioner_cuts_iterations_threefold(problem):
+    X, Y, _, _, kernel = problem
+    pre = pcg_ridge(X, Y, kernel, ALPHA, tol=1e-8, max_iter=300)
+    assert pre.converged
+    # plain CG given three times the preconditioned iterations has not converged yet
+    plain = pcg_ridge(X, Y, kernel, ALPHA, tol=1e-8, max_iter=3 * pre.n_iter, precondition=False)
+    assert not plain.converged, (pre.n_iter, plain.history[-1])
+
+
+@pytest.mark.slow
+def test_dask_from_zarr_on_a_cluster_is_chunking_invariant(problem, tmp_path, cluster2):
+    X, Y, w, _, kernel = problem
+    beta, b = dense_solution(X, Y, w, kernel, 1e-2)  # a larger penalty: fewer passes on the cluster
+    xpath = str(tmp_path / "X.zarr")
+    zarr.create_array(xpath, shape=X.shape, chunks=(250, X.shape[1]), dtype="float64")[:] = X
+    with Client(cluster2):
+        got = []
+        for rows in (250, 700):
+            Xd = da.from_zarr(xpath).rechunk((rows, X.shape[1]))
+            wd = da.from_array(w, chunks=300)  # chunks unlike X's: the engine aligns them
+            got.append(pcg_ridge(Xd, Y, kernel, 1e-2, sample_weight=wd, tol=1e-11, max_iter=300))
+    for res in got:
+        assert rel(res.beta, beta) < 1e-6 and rel(res.intercept, b) < 1e-6
+    assert rel(got[0].beta, got[1].beta) < 1e-6
+
+
+def test_estimators_pcg_equals_gram(problem):
+    X, Y, w, L, _ = problem
+    feats = NystroemFeatures(landmarks=L, bandwidth=SIGMA, whitening="cholesky")
+    gram = RandomFeatureRidge(feats, alpha=ALPHA, solver="gram").fit(X, Y, sample_weight=w)
+    pcg = RandomFeatureRidge(feats, alpha=ALPHA, solver="pcg", tol=1e-12, max_iter=300).fit(X, Y, sample_weight=w)
+    assert gram.solver_ == "gram" and pcg.solver_ == "pcg"
+    assert pcg.n_iter_ >= 1 and pcg.n_passes_ == pcg.n_iter_ + 1 and pcg.pcg_history_.size == pcg.n_iter_
+    assert pcg.plan_estimate_["plan"] in ("gram", "pcg")
+    np.testing.assert_allclose(pcg.predict(X), gram.predict(X), rtol=1e-6, atol=1e-6)
+    # the symmetric whitening: coefficients solved through it give the same model
+    eigh = RandomFeatureRidge(NystroemFeatures(landmarks=L, bandwidth=SIGMA), alpha=ALPHA, solver="pcg", tol=1e-12,
+                              max_iter=300).fit(X, Y[:, 0])
+    ref = RandomFeatureRidge(NystroemFeatures(landmarks=L, bandwidth=SIGMA), alpha=ALPHA, solver="gram").fit(X, Y[:, 0])
+    np.testing.assert_allclose(eigh.predict(X), ref.predict(X), rtol=1e-6, atol=1e-6)
+    labels = np.digitize(X[:, 0], [-0.5, 0.5])  # three classes: three columns in the same passes
+    cg = RandomFeatureClassifier(feats, alpha=ALPHA, solver="pcg", tol=1e-12, max_iter=300).fit(X, labels)
+    gc = RandomFeatureClassifier(feats, alpha=ALPHA, solver="gram").fit(X, labels)
+    np.testing.assert_allclose(cg.decision_function(X), gc.decision_function(X), rtol=1e-6, atol=1e-6)
+    assert cg.solver_ == "pcg" and cg.n_iter_ == cg.pcg_history_.size
+
+
+def test_auto_follows_its_estimate(problem, monkeypatch):
+    assert plan_estimate(10**6, 20000, 8)["plan"] == "pcg"
+    assert plan_estimate(40000, 1000, 8)["plan"] == "gram"
+    assert plan_estimate(40000, 20000, 8)["plan"] == "pcg"
+    X, Y, _, L, _ = problem
+    model = RandomFeatureRidge(NystroemFeatures(landmarks=L, bandwidth=SIGMA), alpha=ALPHA).fit(X, Y)
+    assert model.solver_ == model.plan_estimate_["plan"] == "gram"
+    # kernel values made free: the same problem's estimate now favours the conjugate gradient
+    monkeypatch.setattr(pcg_module, "ENTRY_COST", -4)
+    monkeypatch.setattr(pcg_module, "PCG_ITERATIONS", 1)
+    assert plan_estimate(X.shape[0], L.shape[0], X.shape[1], 2, iterations=1)["plan"] == "pcg"
+    model = RandomFeatureRidge(NystroemFeatures(landmarks=L, bandwidth=SIGMA), alpha=ALPHA).fit(X, Y)
+    assert model.solver_ == model.plan_estimate_["plan"] == "pcg"
+    # other features, a grid or a validation split stay on the Gram
+    assert RandomFeatureRidge(NystroemFeatures(landmarks=L, bandwidth=SIGMA), alphas=[1e-3, 1e-2]).fit(X, Y).solver_ == "gram"
+    assert RandomFeatureRidge(RandomFourierFeatures(20, random_state=0)).fit(X, Y).solver_ == "gram"
+
+
+def test_bad_input(problem):
+    X, Y, _, L, _ = problem
+    with pytest.raises(ValueError, match="NystroemFeatures"):
+        RandomFeatureRidge(RandomFourierFeatures(20, random_state=0), solver="pcg").fit(X, Y)
+    for tol in (0.0, -1.0):
+        with pytest.raises(ValueError, match="tol"):
+            RandomFeatureRidge(NystroemFeatures(landmarks=L), solver="pcg", tol=tol).fit(X, Y)
+    dup = np.vstack([L, L[:3]])
+    with pytest.raises(ValueError, match="duplicate"):
+        RandomFeatureRidge(NystroemFeatures(landmarks=dup, whitening="eigh"), solver="pcg").fit(X, Y)
+    with pytest.raises(ValueError, match="alphas"):
+        RandomFeatureRidge(NystroemFeatures(landmarks=L), solver="pcg", alphas=[1e-3, 1e-2]).fit(X, Y)
+    with pytest.raises(ValueError, match="solver"):
+        RandomFeatureRidge(NystroemFeatures(landmarks=L), solver="cg").fit(X, Y)
+    with pytest.raises(ValueError, match="squared"):
+        RandomFeatureClassifier(NystroemFeatures(landmarks=L), loss="logistic", solver="pcg").fit(X, X[:, 0] > 0)

@@ -1,0 +1,166 @@
+"""Benchmark: the Nyström ridge's Gram plan against its preconditioned conjugate-gradient plan.
+
+(p1) kin40k split 0 (``dxrf.datasets.load("kin40k", split=0)``: 8 input columns,
+inputs and target standardised with the training rows' mean and deviation), for each
+``--m``: ``RandomFeatureRidge(NystroemFeatures(M, bandwidth=σ, whitening="cholesky",
+random_state=0), alpha=α, solver=...)`` with ``solver="gram"`` and ``solver="pcg"``
+(``tol``, ``max_iter``), each fit in a fresh subprocess on NumPy input: fit seconds,
+peak resident memory (VmHWM), test MSE, CG iterations, and the ``"auto"`` plan's
+estimate beside them.
+
+(p2) One CG iteration (one engine pass of ``K^T (w * (K v))`` over all training rows,
+float32 kernel values, one output, plus the client's four triangular solves): the
+difference of ``solver="pcg"`` fits with ``max_iter`` 1 and 1 + 5, over 5; against a NumPy
+in-memory bound for the same product: a blocked float32 loop over 2048-row blocks with
+reused buffers (one ``gemm`` for ``x.l``, the norms subtracted and ``exp`` in place,
+then ``K v`` and ``K^T (K v)``). Median of ``--repeats``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import textwrap
+
+#: extra CG iterations whose time, divided by their number, is one iteration's
+ITER_GAP = 5
+
+DESCRIPTION = "Nyström ridge: the Gram plan vs preconditioned CG over passes (kin40k), and a CG pass vs a NumPy bound"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--m", type=int, nargs="+", default=[2000], help="landmarks M (default 2000)")
+    parser.add_argument("--sigma", type=float, default=1.5, help="gaussian bandwidth on standardised inputs")
+    parser.add_argument("--alpha", type=float, default=1e-5, help="ridge penalty on the (1/N) loss")
+    parser.add_argument("--tol", type=float, default=1e-6, help="CG tolerance (relative preconditioned residual)")
+    parser.add_argument("--max-iter", type=int, default=200)
+    parser.add_argument("--repeats", type=int, default=3, help="repeats of the pass timing (p2)")
+    parser.add_argument("--n-rows", type=int, default=None, help="only the first rows of kin40k (quick runs)")
+    parser.add_argument("--out", default="results")
+
+
+_FIT = """
+import json, time, numpy as np
+import dxrf, dxrf.datasets
+from dxrf.workflows._common import peak_rss as peak
+ds = dxrf.datasets.load("kin40k", split=0, **{load_kw})
+mu, sd = ds.X_train.mean(0), ds.X_train.std(0)
+Xtr, Xte = (ds.X_train - mu) / sd, (ds.X_test - mu) / sd
+ym, ys = ds.y_train.mean(), ds.y_train.std()
+ytr, yte = (ds.y_train - ym) / ys, (ds.y_test - ym) / ys
+base = peak()
+t0 = time.perf_counter()
+features = dxrf.NystroemFeatures({m}, bandwidth={sigma}, whitening="cholesky", random_state=0)
+model = dxrf.RandomFeatureRidge(features, alpha={alpha}, solver="{solver}", tol={tol}, max_iter={max_iter}).fit(Xtr, ytr)
+fit_s = time.perf_counter() - t0
+pred = model.predict(Xte)
+print(json.dumps({{"fit_s": fit_s, "test_mse": float(np.mean((pred - yte) ** 2)), "peak": peak(), "base": base,
+                  "n_iter": getattr(model, "n_iter_", None), "passes": model.n_passes_,
+                  "estimate": getattr(model, "plan_estimate_", None), "n": int(Xtr.shape[0]), "d": int(Xtr.shape[1])}}))
+"""
+
+
+def _run(code: str) -> dict:
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, env=dict(os.environ))
+    if proc.returncode != 0:
+        raise RuntimeError(f"benchmark subprocess failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def numpy_bound(X, L, v, sigma: float, rows: int = 2048) -> tuple:
+    """``K^T (K v)`` for the gaussian kernel by a blocked float32 loop with reused buffers; (result, seconds)."""
+    import time
+
+    import numpy as np
+
+    X = np.ascontiguousarray(X, dtype=np.float32)
+    Lt = np.ascontiguousarray(L.T, dtype=np.float32)
+    v = v.reshape(-1).astype(np.float32)
+    c = np.float32(0.5 / sigma**2)
+    xn = c * np.einsum("ij,ij->i", X, X)
+    ln = c * np.einsum("ij,ij->j", Lt, Lt)
+    buf = np.empty((rows, Lt.shape[1]), dtype=np.float32)
+    out = np.zeros(Lt.shape[1])
+    t0 = time.perf_counter()
+    for a in range(0, X.shape[0], rows):
+        b = min(X.shape[0], a + rows)
+        K = buf[: b - a]
+        np.matmul(X[a:b], Lt, out=K)
+        K *= 2 * c
+        K -= xn[a:b, None]
+        K -= ln[None, :]
+        np.minimum(K, 0, out=K)
+        np.exp(K, out=K)
+        out += K.T @ (K @ v)
+    return out, time.perf_counter() - t0
+
+
+def _pass_timing(args: argparse.Namespace, m: int) -> dict:
+    """Seconds per CG iteration (one pass): fits with 1 and 1 + ``ITER_GAP`` iterations, the difference over the gap."""
+    import time
+
+    import numpy as np
+
+    import dxrf
+    import dxrf.datasets
+
+    ds = dxrf.datasets.load("kin40k", split=0, **({"n_rows": args.n_rows} if args.n_rows else {}))
+    X = (ds.X_train - ds.X_train.mean(0)) / ds.X_train.std(0)
+    y = (ds.y_train - ds.y_train.mean()) / ds.y_train.std()
+    rng = np.random.default_rng(0)
+    L = X[rng.choice(X.shape[0], m, replace=False)]
+    features = dxrf.NystroemFeatures(landmarks=L, bandwidth=args.sigma, dtype="float32", whitening="cholesky")
+    per_iter, bound = [], []
+    dxrf.RandomFeatureRidge(features, alpha=args.alpha, solver="pcg", max_iter=1).fit(X, y)  # warm-up: first-call costs
+    for _ in range(args.repeats):
+        spent = {}
+        for iters in (1, 1 + ITER_GAP):
+            model = dxrf.RandomFeatureRidge(features, alpha=args.alpha, solver="pcg", tol=1e-300, max_iter=iters)
+            t0 = time.perf_counter()
+            model.fit(X, y)
+            spent[iters] = time.perf_counter() - t0
+            assert model.n_iter_ == iters
+        per_iter.append((spent[1 + ITER_GAP] - spent[1]) / ITER_GAP)
+        bound.append(numpy_bound(X, L, rng.normal(size=m), args.sigma)[1])
+    e, b = statistics.median(per_iter), statistics.median(bound)
+    return {"n": int(X.shape[0]), "m": m, "d": int(X.shape[1]), "pass_s": e, "bound_s": b, "ratio_bound_over_pass": b / e}
+
+
+def run(args: argparse.Namespace) -> dict:
+    from ._common import report, table
+
+    results: dict = {"sigma": args.sigma, "alpha": args.alpha, "tol": args.tol, "plans": {}, "passes": {}}
+    rows, prows = [], []
+    for m in args.m:
+        runs = {}
+        for solver in ("gram", "pcg"):
+            code = textwrap.dedent(_FIT).format(m=m, sigma=args.sigma, alpha=args.alpha, solver=solver, tol=args.tol,
+                                                max_iter=args.max_iter,
+                                                load_kw=repr({"n_rows": args.n_rows} if args.n_rows else {}))
+            runs[solver] = out = _run(code)
+            print(f"  (p1) M={m} {solver}: {out['fit_s']:.1f} s, test MSE {out['test_mse']:.5f}, peak "
+                  f"{out['peak'] / 2**20:.0f} MiB (base {out['base'] / 2**20:.0f}), iterations {out['n_iter']}", flush=True)
+        g, p = runs["gram"], runs["pcg"]
+        est = p["estimate"]
+        faster = "pcg" if p["fit_s"] < g["fit_s"] else "gram"
+        results["plans"][str(m)] = {**runs, "mse_ratio": p["test_mse"] / g["test_mse"], "time_ratio": p["fit_s"] / g["fit_s"],
+                                    "auto_plan": est["plan"], "faster_plan": faster}
+        rows.append([m, f"{g['fit_s']:.1f} / {p['fit_s']:.1f}", f"{g['test_mse']:.4f} / {p['test_mse']:.4f}",
+                     f"{(g['peak'] - g['base']) / 2**20:.0f} / {(p['peak'] - p['base']) / 2**20:.0f}", p["n_iter"],
+                     f"{est['gram_ops']:.2e} / {est['pcg_ops']:.2e} -> {est['plan']}", faster])
+        pt = results["passes"][str(m)] = _pass_timing(args, m)
+        print(f"  (p2) M={m}: CG pass {pt['pass_s']:.3f} s, NumPy bound {pt['bound_s']:.3f} s "
+              f"(bound / pass = {pt['ratio_bound_over_pass']:.2f})", flush=True)
+        prows.append([pt["n"], m, pt["d"], f"{pt['pass_s']:.3f}", f"{pt['bound_s']:.3f}", f"{pt['ratio_bound_over_pass']:.2f}"])
+    md = table(["M", "fit s gram / pcg", "test MSE gram / pcg", "peak above base MiB gram / pcg", "CG iterations",
+                "estimate gram / pcg ops -> auto", "measured faster"], rows)
+    md += (f"\n\nkin40k split 0, standardised X and y, gaussian sigma = {args.sigma}, alpha = {args.alpha}, "
+           f"tol = {args.tol}; uniform landmarks, Cholesky whitening; each fit in a fresh process on NumPy input.\n\n")
+    md += table(["N", "M", "d", "CG pass s (engine)", "NumPy bound s", "bound / pass"], prows)
+    md += ("\n\nOne CG iteration (an engine pass of K^T (K v) on NumPy input, the local thread pool, float32 kernel "
+           "values, one output) against the NumPy blocked float32 loop; median of repeats.\n")
+    return report(args.out, "bench-pcg", results, md)
