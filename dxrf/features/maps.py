@@ -42,6 +42,9 @@ __all__ = [
     "FOURIER_KERNELS",
     "SAMPLINGS",
     "fit_map",
+    "check_bandwidth",
+    "format_bandwidth",
+    "is_lengthscales",
 ]
 
 FOURIER_KERNELS = ("gaussian", "laplacian", "cauchy")
@@ -186,23 +189,78 @@ def _median_sample(
     return sample, None if w is None else np.asarray(w, dtype=np.float64), fraction
 
 
-def check_bandwidth(bandwidth: object) -> float | str:
-    """``bandwidth`` as a positive number or the string ``"median"``."""
+def is_lengthscales(bandwidth: object) -> bool:
+    """Whether ``bandwidth`` is given as per-column lengthscales (an array-like, not a number or a string)."""
+    return not isinstance(bandwidth, str) and np.ndim(bandwidth) != 0
+
+
+def check_lengthscales(bandwidth: object, n_features: int | None = None) -> np.ndarray:
+    """Per-column lengthscales as a float64 array of shape ``(d,)``: 1-d, non-empty, positive and finite.
+
+    ``n_features``, when known (at ``fit``), is the number of X's columns
+    the vector must match.
+    """
+    try:
+        ls = np.array(bandwidth, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"bandwidth as lengthscales must hold numbers, got {bandwidth!r}") from None
+    if ls.ndim != 1:
+        raise ValueError(f"bandwidth as lengthscales must be 1-d (one per column), got an array of shape {ls.shape}")
+    if ls.size == 0:
+        raise ValueError("bandwidth as lengthscales is empty: give one positive lengthscale per column of X")
+    if not np.isfinite(ls).all():
+        bad = np.flatnonzero(~np.isfinite(ls)).tolist()[:8]
+        raise ValueError(f"bandwidth as lengthscales must be finite, got NaN or infinity at columns {bad}")
+    if not (ls > 0).all():
+        raise ValueError(f"bandwidth as lengthscales must be positive, got {ls[ls <= 0][:8].tolist()} at columns "
+                         f"{np.flatnonzero(ls <= 0).tolist()[:8]}")
+    if n_features is not None and ls.size != n_features:
+        raise ValueError(f"bandwidth has {ls.size} lengthscales but X has {n_features} columns: give one per column")
+    return ls
+
+
+def check_bandwidth(bandwidth: object, lengthscales: bool = True) -> float | str | np.ndarray:
+    """``bandwidth`` as a positive number, the string ``"median"`` or (``lengthscales``) per-column lengthscales.
+
+    ``lengthscales=False`` refuses a vector: maps whose kernel is not
+    shift-invariant have no per-column lengthscales.
+    """
     if isinstance(bandwidth, str):
         if bandwidth != "median":
-            raise ValueError(f"bandwidth must be a positive number or 'median', got {bandwidth!r}")
+            raise ValueError(
+                f"bandwidth must be a positive number or 'median' (or one lengthscale per column), got {bandwidth!r}"
+            )
         return bandwidth
+    if is_lengthscales(bandwidth):
+        if not lengthscales:
+            raise ValueError("bandwidth as a vector of per-column lengthscales is for shift-invariant kernels "
+                             "(RandomFourierFeatures, NystroemFeatures); this map takes a number or 'median'")
+        return check_lengthscales(bandwidth)
     return check_positive_float(bandwidth, "bandwidth")
 
 
 def _resolve_bandwidth(
     bandwidth: object, X: np.ndarray | da.Array, rng: np.random.Generator, size: int, metric: str,
-    sample_weight: np.ndarray | da.Array | None = None,
-) -> float:
-    if check_bandwidth(bandwidth) == "median":
+    sample_weight: np.ndarray | da.Array | None = None, lengthscales: bool = True,
+) -> float | np.ndarray:
+    """The fitted bandwidth: a float, or per-column lengthscales (float64, one per column of X)."""
+    checked = check_bandwidth(bandwidth, lengthscales)
+    if isinstance(checked, np.ndarray):
+        return check_lengthscales(checked, int(X.shape[1]))
+    if checked == "median":
         sample, w, fraction = _median_sample(X, rng, size, sample_weight)
         return samplers.median_distance(sample, metric, w, fraction)
     return float(bandwidth)
+
+
+def format_bandwidth(value: float | np.ndarray, head: int = 3) -> str:
+    """A fitted bandwidth in a few characters: ``"1.5"``, or ``"lengthscales [0.8 1.2 … 9.1] (d=26)"``."""
+    if np.ndim(value) == 0:
+        return f"{float(value):.4g}"
+    v = np.asarray(value, dtype=np.float64)
+    shown = [f"{x:.3g}" for x in v] if v.size <= 2 * head else (
+        [f"{x:.3g}" for x in v[:head]] + ["…"] + [f"{x:.3g}" for x in v[-head:]])
+    return f"lengthscales [{' '.join(shown)}] (d={v.size})"
 
 
 def fit_map(features: object, X: np.ndarray | da.Array, sample_weight: np.ndarray | da.Array | None = None) -> object:
@@ -233,8 +291,10 @@ class RandomFourierFeatures(BaseRandomFeatures):
     kernel : {"gaussian", "laplacian", "cauchy"}, default="gaussian"
         ``exp(-|x-x'|^2 / 2 sigma^2)``, ``exp(-|x-x'|_1 / sigma)`` or
         ``prod_j 1 / (1 + (x_j - x'_j)^2 / sigma^2)``.
-    bandwidth : float or "median", default=1.0
-        ``sigma``. ``"median"`` takes the median pairwise distance (Euclidean;
+    bandwidth : float, "median" or array-like of shape (n_features,), default=1.0
+        ``sigma``, or per-column lengthscales ``l_j``: then the map is exactly
+        the bandwidth-1 map of the columns divided by ``l_j`` (the kernel
+        ``k((x - x') / l)``; every sampling). ``"median"`` takes the median pairwise distance (Euclidean;
         L1 for the laplacian kernel) of a random sample of ``median_samples``
         rows (all rows when there are no more), each pair weighted by the
         rows' ``sample_weight`` given to ``fit``
@@ -259,7 +319,8 @@ class RandomFourierFeatures(BaseRandomFeatures):
     ----------
     kernel_ : FeatureKernel
         The drawn parameters as plain arrays.
-    bandwidth_ : float
+    bandwidth_ : float or ndarray of shape (n_features,)
+        The bandwidth, or the lengthscales (float64).
     offsets_ : ndarray of shape (n_components,)
     n_features_in_ : int
 
@@ -280,7 +341,7 @@ class RandomFourierFeatures(BaseRandomFeatures):
     (5, 64)
     """
 
-    _fitted_schema = fitted(MAP, bandwidth_="real", offsets_="finite")
+    _fitted_schema = fitted(MAP, bandwidth_="finite", offsets_="finite")
     _scale_factor = 2.0
 
     def __init__(
@@ -302,6 +363,7 @@ class RandomFourierFeatures(BaseRandomFeatures):
 
     def _check_params(self) -> None:
         super()._check_params()
+        check_bandwidth(self.bandwidth)
         check_choice(self.kernel, "kernel", FOURIER_KERNELS)
         check_choice(self.sampling, "sampling", SAMPLINGS)
         if self.sampling in ("orthogonal", "structured") and self.kernel != "gaussian":
@@ -313,24 +375,28 @@ class RandomFourierFeatures(BaseRandomFeatures):
         dtype = check_float_dtype(self.dtype)
         metric = "cityblock" if self.kernel == "laplacian" else "euclidean"
         self.bandwidth_ = _resolve_bandwidth(self.bandwidth, X, rng, self.median_samples, metric, sample_weight)
+        # lengthscales: the bandwidth-1 draw, with the rows divided by them where they enter the kernel
+        vector = isinstance(self.bandwidth_, np.ndarray)
+        sigma, ls = (1.0, self.bandwidth_) if vector else (self.bandwidth_, None)
         scale = self._scale(m)
         if self.sampling == "structured":
             signs, norms = samplers.structured_signs(rng, d, m)
             b = samplers.uniform_offsets(rng, m)
             self.offsets_ = b
             return FeatureKernel(
-                "cos", scale, d, b=b.astype(dtype), signs=signs.astype(dtype), norms=norms.astype(dtype), bandwidth=self.bandwidth_
+                "cos", scale, d, b=b.astype(dtype), signs=signs.astype(dtype), norms=norms.astype(dtype), bandwidth=sigma,
+                lengthscales=ls,
             )
         if self.sampling == "qmc":
-            W, b = samplers.qmc_frequencies(rng, self.kernel, d, m, self.bandwidth_)
+            W, b = samplers.qmc_frequencies(rng, self.kernel, d, m, sigma)
         else:
             if self.sampling == "orthogonal":
-                W = samplers.orthogonal_frequencies(rng, d, m, self.bandwidth_)
+                W = samplers.orthogonal_frequencies(rng, d, m, sigma)
             else:
-                W = samplers.iid_frequencies(rng, self.kernel, d, m, self.bandwidth_)
+                W = samplers.iid_frequencies(rng, self.kernel, d, m, sigma)
             b = samplers.uniform_offsets(rng, m)
         self.offsets_ = b
-        return FeatureKernel("cos", scale, d, W=W.astype(dtype), b=b.astype(dtype))
+        return FeatureKernel("cos", scale, d, W=W.astype(dtype), b=b.astype(dtype), lengthscales=ls)
 
     def kernel_matrix(self, X, Y=None):
         check_is_fitted(self, "kernel_")
@@ -377,11 +443,14 @@ class RandomReLUFeatures(BaseRandomFeatures):
 
     def _check_params(self) -> None:
         super()._check_params()
+        check_bandwidth(self.bandwidth, lengthscales=False)  # not shift-invariant: no per-column lengthscales
         check_positive_int(self.median_samples, "median_samples")
 
     def _make_kernel(self, X, rng, sample_weight=None):
         d, m = X.shape[1], self.n_components
-        self.bandwidth_ = _resolve_bandwidth(self.bandwidth, X, rng, self.median_samples, "euclidean", sample_weight)
+        self.bandwidth_ = _resolve_bandwidth(
+            self.bandwidth, X, rng, self.median_samples, "euclidean", sample_weight, lengthscales=False
+        )
         W = samplers.iid_frequencies(rng, "gaussian", d, m, self.bandwidth_)
         return FeatureKernel("relu", self._scale(m), d, W=W.astype(check_float_dtype(self.dtype)))
 

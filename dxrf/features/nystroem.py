@@ -22,7 +22,14 @@ from dxrf.engine import run_pass
 from dxrf.kernels import exact
 from dxrf.kernels.kernel import FeatureKernel
 from dxrf.kernels.landmarks import LANDMARK_KERNELS, WHITENINGS, RaceConfig, leverage_transform, race_pass, whitening_of
-from dxrf.features.maps import KernelTransformer, RandomFourierFeatures, _resolve_bandwidth, check_bandwidth
+from dxrf.features.maps import (
+    KernelTransformer,
+    RandomFourierFeatures,
+    _resolve_bandwidth,
+    check_bandwidth,
+    check_lengthscales,
+    is_lengthscales,
+)
 
 __all__ = ["NystroemFeatures", "LANDMARK_METHODS", "landmark_gram", "landmark_kernel", "landmark_kind", "uniform_landmarks"]
 
@@ -36,9 +43,12 @@ def landmark_kind(kernel: FeatureKernel) -> str:
 
 
 def landmark_kernel(
-    W: np.ndarray, kernel: str, bandwidth: float, *, whiten: bool = True, whitening: str = "eigh"
+    W: np.ndarray, kernel: str, bandwidth: float | np.ndarray, *, whiten: bool = True, whitening: str = "eigh"
 ) -> FeatureKernel:
     """The Nyström kernel of the landmarks ``W[:, j]`` (stored in the features' dtype).
+
+    ``bandwidth``: a number, or per-column lengthscales (a float64 array of
+    shape ``(d,)``, the kernel's ``lengthscales`` with bandwidth 1).
 
     ``whiten=True``: the features ``k(x, L) T`` of :class:`NystroemFeatures`,
     ``T`` the ``whitening`` of the landmarks' exact kernel matrix
@@ -48,8 +58,10 @@ def landmark_kernel(
     the landmarks can be whitened from (the model search).
     """
     whitening = whitening_of(landmark_gram(W, kernel, bandwidth), W.dtype, whitening) if whiten else None
+    vector = np.ndim(bandwidth) != 0
     return FeatureKernel(
-        f"nystroem-{kernel}", np.ones(W.shape[1]), int(W.shape[0]), W=W, bandwidth=bandwidth, whitening=whitening
+        f"nystroem-{kernel}", np.ones(W.shape[1]), int(W.shape[0]), W=W, bandwidth=1.0 if vector else bandwidth,
+        whitening=whitening, lengthscales=np.asarray(bandwidth, dtype=np.float64) if vector else None,
     )
 
 
@@ -59,12 +71,18 @@ def landmark_kernel(
 _BLAS_GRAM_WORK = 2**33
 
 
-def landmark_gram(W: np.ndarray, kernel: str, bandwidth: float) -> np.ndarray:
-    """``K_LL``: the exact kernel between the landmarks ``W[:, j]`` (float64 of the stored values)."""
+def landmark_gram(W: np.ndarray, kernel: str, bandwidth: float | np.ndarray) -> np.ndarray:
+    """``K_LL``: the exact kernel between the landmarks ``W[:, j]`` (float64 of the stored values).
+
+    A 1-d ``bandwidth`` holds per-column lengthscales: the landmarks are divided by them (in float64).
+    """
     m, d = W.shape[1], W.shape[0]
     if kernel != "gaussian" or m * m * d <= _BLAS_GRAM_WORK:
         return _EXACT[kernel](W.T, None, bandwidth)
     L = np.ascontiguousarray(W.T, dtype=np.float64)
+    if np.ndim(bandwidth) != 0:
+        L /= np.asarray(bandwidth, dtype=np.float64)
+        bandwidth = 1.0
     sq = np.einsum("ij,ij->i", L, L)
     c = 0.5 / float(bandwidth) ** 2
     # a general product, not L @ L.T: OpenBLAS 0.3.31's threaded syrk crashes (SIGSEGV) at
@@ -148,8 +166,11 @@ class NystroemFeatures(KernelTransformer):
     kernel : {"gaussian", "laplacian", "cauchy"}, default="gaussian"
         ``exp(-|x-x'|^2 / 2 sigma^2)``, ``exp(-|x-x'|_1 / sigma)`` or
         ``prod_j 1 / (1 + (x_j - x'_j)^2 / sigma^2)``.
-    bandwidth : float or "median", default=1.0
-        ``sigma``; ``"median"`` as for :class:`RandomFourierFeatures`.
+    bandwidth : float, "median" or array-like of shape (n_features,), default=1.0
+        ``sigma``; ``"median"`` as for :class:`RandomFourierFeatures`; a vector
+        holds per-column lengthscales ``l_j``: the map is then the bandwidth-1
+        map of the columns divided by ``l_j`` (landmarks are kept as rows of
+        X and compared scaled).
     landmarks : {"uniform", "leverage"} or array of shape (M, n_features), default="uniform"
     leverage_lam : float, default=1e-3
         ``lam`` of the leverage scores, in DESIGN.md's normalised convention.
@@ -170,7 +191,8 @@ class NystroemFeatures(KernelTransformer):
     ----------
     kernel_ : FeatureKernel
         Landmarks (as ``W``, one per column), bandwidth and whitening.
-    bandwidth_ : float
+    bandwidth_ : float or ndarray of shape (n_features,)
+        The bandwidth, or the lengthscales (float64).
     landmark_indices_ : ndarray of shape (M,) or None
         Global row indices of the sampled landmarks (None for given ones).
     n_passes_ : int
@@ -194,7 +216,7 @@ class NystroemFeatures(KernelTransformer):
     (50, 20)
     """
 
-    _fitted_schema = fitted(MAP, bandwidth_="real", landmark_indices_="index-or-none", n_passes_="int")
+    _fitted_schema = fitted(MAP, bandwidth_="finite", landmark_indices_="index-or-none", n_passes_="int")
 
     def __init__(
         self,
@@ -292,7 +314,8 @@ class NystroemFeatures(KernelTransformer):
         """The fitted state from landmark rows ``L`` (float64, M x d) and their row indices (also for the search's refit)."""
         # the landmarks as the features will use them (rounded to the dtype), and their whitening
         W = np.ascontiguousarray(L.T.astype(check_float_dtype(self.dtype)))
-        self.bandwidth_ = float(bandwidth)
+        vector = is_lengthscales(bandwidth)
+        self.bandwidth_ = check_lengthscales(bandwidth, int(W.shape[0])) if vector else float(bandwidth)
         self.landmark_indices_ = rows
         self.kernel_ = landmark_kernel(W, self.kernel, self.bandwidth_, whitening=self.whitening)
         self.n_features_in_ = int(W.shape[0])

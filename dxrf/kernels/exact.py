@@ -30,21 +30,32 @@ def _pair(X: np.ndarray, Y: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
     return X, Y
 
 
-def gaussian_kernel(X: np.ndarray, Y: np.ndarray | None = None, bandwidth: float = 1.0) -> np.ndarray:
-    """``exp(-|x - y|^2 / (2 sigma^2))``."""
+def _scaled_pair(X: np.ndarray, Y: np.ndarray | None, bandwidth: object) -> tuple[np.ndarray, np.ndarray, float]:
+    """``(X, Y, sigma)``; per-column lengthscales (a 1-d ``bandwidth``) divide the columns and leave ``sigma = 1``."""
     X, Y = _pair(X, Y)
+    if np.ndim(bandwidth) == 0:
+        return X, Y, float(bandwidth)
+    ls = np.asarray(bandwidth, dtype=np.float64)
+    if ls.shape != (X.shape[1],):
+        raise ValueError(f"lengthscales have shape {ls.shape}; expected ({X.shape[1]},), one per column")
+    return X / ls, Y / ls, 1.0
+
+
+def gaussian_kernel(X: np.ndarray, Y: np.ndarray | None = None, bandwidth: float | np.ndarray = 1.0) -> np.ndarray:
+    """``exp(-|x - y|^2 / (2 sigma^2))``; a 1-d ``bandwidth`` holds lengthscales: ``exp(-|(x - y) / l|^2 / 2)``."""
+    X, Y, bandwidth = _scaled_pair(X, Y, bandwidth)
     return np.exp(-cdist(X, Y, "sqeuclidean") / (2.0 * bandwidth**2))
 
 
-def laplacian_kernel(X: np.ndarray, Y: np.ndarray | None = None, bandwidth: float = 1.0) -> np.ndarray:
-    """``exp(-|x - y|_1 / sigma)``."""
-    X, Y = _pair(X, Y)
+def laplacian_kernel(X: np.ndarray, Y: np.ndarray | None = None, bandwidth: float | np.ndarray = 1.0) -> np.ndarray:
+    """``exp(-|x - y|_1 / sigma)``; a 1-d ``bandwidth`` holds lengthscales: ``exp(-|(x - y) / l|_1)``."""
+    X, Y, bandwidth = _scaled_pair(X, Y, bandwidth)
     return np.exp(-cdist(X, Y, "cityblock") / bandwidth)
 
 
-def cauchy_kernel(X: np.ndarray, Y: np.ndarray | None = None, bandwidth: float = 1.0) -> np.ndarray:
-    """``prod_j 1 / (1 + (x_j - y_j)^2 / sigma^2)``."""
-    X, Y = _pair(X, Y)
+def cauchy_kernel(X: np.ndarray, Y: np.ndarray | None = None, bandwidth: float | np.ndarray = 1.0) -> np.ndarray:
+    """``prod_j 1 / (1 + (x_j - y_j)^2 / sigma^2)``; a 1-d ``bandwidth`` holds lengthscales ``l_j`` for ``sigma``."""
+    X, Y, bandwidth = _scaled_pair(X, Y, bandwidth)
     out = np.ones((X.shape[0], Y.shape[0]))
     for j in range(X.shape[1]):
         out /= 1.0 + ((X[:, j, None] - Y[None, :, j]) / bandwidth) ** 2

@@ -17,6 +17,8 @@ __all__ = ["FeatureKernel", "ACTIVATIONS"]
 
 #: "nystroem-<kernel>": the raw feature j is k(x, l_j) against the landmark l_j = W[:, j]
 NYSTROEM = tuple(f"nystroem-{k}" for k in LANDMARK_KERNELS)
+#: activations of shift-invariant kernels, which take per-column lengthscales
+SHIFT_INVARIANT = ("cos",) + NYSTROEM
 ACTIVATIONS = ("cos", "relu", "identity", "maxout") + NYSTROEM
 
 # rows per float64 step of a Nystroem map's rowwise features: about 32 MB of kernel values
@@ -55,9 +57,16 @@ class FeatureKernel:
     norms : ndarray of shape (M,), optional
         Chi-distributed norm factors of a structured projection.
     bandwidth : float
-        Bandwidth of a structured projection, or of a Nyström map's kernel.
+        Bandwidth of a structured projection, or of a Nyström map's kernel
+        (1 when ``lengthscales`` are set).
     whitening : ndarray of shape (n_base, M), float64, optional
         A Nyström map's ``K_LL^{-1/2}`` (columns selected by :meth:`subset`).
+    lengthscales : ndarray of shape (d,), float64, optional
+        Per-column lengthscales ``l_j`` of a shift-invariant kernel (Fourier
+        ``"cos"`` or Nyström): every block of rows is divided column-wise by
+        them where it enters the kernel (:meth:`scale_rows`), so the map is
+        exactly the bandwidth-1 map of the rows ``x / l``. Nyström landmarks
+        stay stored as rows of X and are compared scaled.
     n_features_in : int
         Input dimension ``d``.
     """
@@ -72,9 +81,12 @@ class FeatureKernel:
     norms: np.ndarray | None = None
     bandwidth: float = 1.0
     whitening: np.ndarray | None = None
+    lengthscales: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         check_choice(self.activation, "activation", ACTIVATIONS)
+        if self.lengthscales is not None:
+            object.__setattr__(self, "lengthscales", self._checked_lengthscales())
         if (self.W is None) == (self.signs is None):
             raise ValueError("exactly one of W and signs must be given")
         if self.whitening is not None:
@@ -87,6 +99,19 @@ class FeatureKernel:
                 )
         elif self.activation in NYSTROEM and self.W is not None and self.W.shape[1] != self.scale.shape[0]:
             raise ValueError(f"a Nystroem kernel without whitening needs one scale per landmark, got {self.scale.shape[0]}")
+
+    def _checked_lengthscales(self) -> np.ndarray:
+        if self.activation not in SHIFT_INVARIANT:
+            raise ValueError(f"lengthscales are for shift-invariant kernels (Fourier or Nystroem), not {self.activation!r}")
+        if self.bandwidth != 1.0:
+            raise ValueError(f"a kernel with lengthscales has bandwidth 1 (the lengthscales replace it), got {self.bandwidth}")
+        ls = np.ascontiguousarray(self.lengthscales, dtype=np.float64)
+        if ls.shape != (self.n_features_in,) or not (np.isfinite(ls).all() and (ls > 0).all()):
+            raise ValueError(
+                f"lengthscales must be {self.n_features_in} positive finite numbers (one per input column), "
+                f"got shape {ls.shape}"
+            )
+        return ls
 
     # -- shape and type -------------------------------------------------
     @property
@@ -104,8 +129,13 @@ class FeatureKernel:
 
     @property
     def nbytes(self) -> int:
-        arrays = (self.scale, self.W, self.b, self.signs, self.norms, self.whitening)
+        arrays = (self.scale, self.W, self.b, self.signs, self.norms, self.whitening, self.lengthscales)
         return sum(a.nbytes for a in arrays if a is not None)
+
+    @property
+    def effective_bandwidth(self) -> float | np.ndarray:
+        """The bandwidth as a map takes it: the lengthscales (float64, shape ``(d,)``) when set, else the number."""
+        return self.bandwidth if self.lengthscales is None else self.lengthscales
 
     @property
     def transform_matrix(self) -> np.ndarray | None:
@@ -131,11 +161,25 @@ class FeatureKernel:
     def _w64(self) -> np.ndarray:
         return self.W.astype(np.float64)
 
+    @functools.cached_property
+    def _landmarks64(self) -> np.ndarray:
+        """A Nyström map's landmarks in float64, divided by the lengthscales (``W`` itself without them)."""
+        if self.lengthscales is None:
+            return self._w64
+        xp = array_module(self.W)
+        return self._w64 / xp.asarray(self.lengthscales)[:, None]
+
+    @functools.cached_property
+    def _landmarks(self) -> np.ndarray:
+        """A Nyström map's landmarks as its kernel compares them: scaled like the rows, in the kernel dtype."""
+        if self.lengthscales is None:
+            return self.W
+        return self._landmarks64.astype(self.dtype)
+
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
-        state.pop("_w_with_offset", None)  # derived: not worth shipping
-        state.pop("_w64", None)
-        state.pop("_whitening_dtype", None)
+        for derived in ("_w_with_offset", "_w64", "_whitening_dtype", "_landmarks64", "_landmarks"):
+            state.pop(derived, None)  # not worth shipping
         return state
 
     # -- evaluation -----------------------------------------------------
@@ -145,16 +189,35 @@ class FeatureKernel:
             raise ValueError(f"X has shape {X.shape}; the feature map expects {self.n_features_in} columns")
         return X
 
+    def scale_rows(self, X: np.ndarray) -> np.ndarray:
+        """The checked rows ``X`` divided column-wise by the lengthscales (``X`` itself without them).
+
+        The quotient is computed in float64 and rounded once to the kernel
+        dtype, into a buffer the thread reuses (valid until its next call):
+        exactly what the bandwidth-1 map does with the rows ``X / l`` that
+        NumPy computes, so the two maps agree to the bit.
+        """
+        X = self._check_rows(X)
+        if self.lengthscales is None:
+            return X
+        xp = array_module(X)
+        if xp is not np:
+            return (X / xp.asarray(self.lengthscales)).astype(self.dtype, copy=False)
+        out = thread_buffer("lengthscale-rows", X.shape, self.dtype)
+        return np.divide(X, self.lengthscales, out=out)
+
     def base(self, X: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """The features the statistics pass accumulates (shape ``(n, n_base)``).
 
         A Nyström map's kernel values ``k(X, L)`` (the whitening is applied to
         the statistics instead); for every other kernel its raw features.
         """
+        return self._base(self.scale_rows(X), out)
+
+    def _base(self, X: np.ndarray, out: np.ndarray | None) -> np.ndarray:
         if self.activation in NYSTROEM:
-            X = self._check_rows(X)
-            return landmark_block(X, self.W, self.activation[len("nystroem-"):], self.bandwidth, out)
-        return self.raw(X, out)
+            return landmark_block(X, self._landmarks, self.activation[len("nystroem-"):], self.bandwidth, out)
+        return self._raw(X, out)
 
     def raw(self, X: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """Unscaled features of the rows ``X`` (shape ``(n, M)``, kernel dtype).
@@ -162,15 +225,18 @@ class FeatureKernel:
         ``X`` may be a CuPy array when the kernel's arrays are on the device
         (see :func:`dxrf.core.device.kernel_on`).
         """
-        X = self._check_rows(X)
+        return self._raw(self.scale_rows(X), out)
+
+    def _raw(self, X: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+        """:meth:`raw` of rows already checked and scaled."""
         if self.activation in NYSTROEM:
             if self.whitening is None:
-                return self.base(X, out)
+                return self._base(X, out)
             xp = array_module(self.W)
             if xp is np:
-                K = self.base(X, thread_buffer("nystroem-base", (X.shape[0], self.n_base), self.dtype))
+                K = self._base(X, thread_buffer("nystroem-base", (X.shape[0], self.n_base), self.dtype))
             else:
-                K = self.base(X)
+                K = self._base(X, None)
             if out is None:
                 return xp.matmul(K, self._whitening_dtype)
             return xp.matmul(K, self._whitening_dtype, out=out)
@@ -219,8 +285,8 @@ class FeatureKernel:
         """A float32 Nyström map's kernel values (whitened or not) from float64, rounded once; else as computed."""
         if self.dtype != np.float32 or is_device_array(X) or is_device_array(self.W):
             return self.raw(X) if whiten else self.base(X)
-        X = self._check_rows(X)
-        K = landmark_block(X.astype(np.float32, copy=False), self._w64, self.activation[len("nystroem-"):], self.bandwidth)
+        X = self.scale_rows(X)
+        K = landmark_block(X.astype(np.float32, copy=False), self._landmarks64, self.activation[len("nystroem-"):], self.bandwidth)
         return (K @ self.whitening if whiten and self.whitening is not None else K).astype(np.float32)
 
     def base_rowwise(self, X: np.ndarray) -> np.ndarray:
@@ -248,9 +314,7 @@ class FeatureKernel:
             return self._nystroem_float64(X, whiten=True)
         if self.dtype != np.float32 or self.W is None or is_device_array(X) or is_device_array(self.W):
             return self.raw(X)
-        X = np.asarray(X)
-        if X.ndim != 2 or X.shape[1] != self.n_features_in:
-            raise ValueError(f"X has shape {X.shape}; the feature map expects {self.n_features_in} columns")
+        X = self.scale_rows(np.asarray(X))
         n, m = X.shape[0], self.n_components
         out = np.empty((n, m), dtype=np.float32)
         rows = max(256, (32 << 20) // (8 * self.W.shape[1]))  # float64 products of about 32 MB: big enough for an efficient GEMM
@@ -271,13 +335,13 @@ class FeatureKernel:
 
     def _nystroem_rowwise(self, X: np.ndarray) -> np.ndarray:
         """Nyström features in float64 (landmarks as stored), rounded once to the kernel dtype."""
-        X = self._check_rows(X)
+        X = self.scale_rows(X)
         n, m = X.shape[0], self.n_components
         out = np.empty((n, m), dtype=self.dtype)
         kind = self.activation[len("nystroem-"):]
         rows = max(256, _ROWWISE_BYTES // (8 * max(self.n_base, m)))
         for lo in range(0, n, rows):
-            K = landmark_block(X[lo : lo + rows].astype(self.dtype, copy=False), self._w64, kind, self.bandwidth)
+            K = landmark_block(X[lo : lo + rows].astype(self.dtype, copy=False), self._landmarks64, kind, self.bandwidth)
             Z = K if self.whitening is None else K @ self.whitening
             Z *= self.scale
             out[lo : lo + rows] = Z
@@ -330,5 +394,5 @@ class FeatureKernel:
             self.n_features_in,
             self.pieces,
             self.bandwidth,
-            tokenize(self.scale, self.W, self.b, self.signs, self.norms, self.whitening),
+            tokenize(self.scale, self.W, self.b, self.signs, self.norms, self.whitening, self.lengthscales),
         )

@@ -30,16 +30,29 @@ LANDMARK_KERNELS = ("gaussian", "laplacian", "cauchy")
 WHITENINGS = ("eigh", "cholesky")
 
 
-def landmark_block(X: np.ndarray, W: np.ndarray, kernel: str, bandwidth: float, out: np.ndarray | None = None) -> np.ndarray:
+def landmark_block(
+    X: np.ndarray, W: np.ndarray, kernel: str, bandwidth: float | np.ndarray, out: np.ndarray | None = None
+) -> np.ndarray:
     """``k(x_i, l_j)`` for the rows ``X`` and the landmarks ``l_j = W[:, j]``, in ``W.dtype``.
 
     gaussian ``exp(-|x - l|^2 / 2 sigma^2)`` from one matrix product
     (``|x|^2 - 2 x.l + |l|^2``, clipped at 0 against cancellation); laplacian
     ``exp(-|x - l|_1 / sigma)`` and cauchy ``prod_j 1 / (1 + (x_j - l_j)^2 /
     sigma^2)`` column by column of ``X`` (``d`` sweeps of the block).
+    A 1-d ``bandwidth`` holds per-column lengthscales ``l``: rows and
+    landmarks are divided by them (in float64, rounded once to ``W.dtype``)
+    and ``sigma = 1``. A :class:`~dxrf.kernels.kernel.FeatureKernel` with
+    lengthscales scales its rows into a reused buffer and its landmarks once.
     """
     xp = array_module(W)
     dtype = W.dtype
+    if np.ndim(bandwidth) != 0:
+        ls = xp.asarray(bandwidth, dtype=np.float64)
+        if ls.shape != (W.shape[0],):
+            raise ValueError(f"lengthscales have shape {ls.shape}; expected ({W.shape[0]},), one per column")
+        X = (xp.asarray(X) / ls).astype(dtype, copy=False)
+        W = (W.astype(np.float64) / ls[:, None]).astype(dtype, copy=False)
+        bandwidth = 1.0
     X = xp.asarray(X, dtype=dtype)
     n, m = X.shape[0], W.shape[1]
     if out is None:

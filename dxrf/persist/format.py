@@ -35,7 +35,7 @@ __all__ = ["FORMAT_VERSION", "save", "load", "SaveMixin", "ModelFormatError"]
 
 FORMAT_VERSION = 2  # 2: checksummed arrays, declared fitted attributes
 MARKER = "dxrf_model_format"
-_KERNEL_ARRAYS = ("scale", "W", "b", "signs", "norms", "whitening")
+_KERNEL_ARRAYS = ("scale", "W", "b", "signs", "norms", "whitening", "lengthscales")
 _STATS_ARRAYS = ("gram", "sum", "cross", "ysum", "yy")
 
 
@@ -257,7 +257,7 @@ class _Reader:
                 return FeatureKernel(
                     spec["activation"], arrays["scale"], int(spec["n_features_in"]), W=arrays["W"], b=arrays["b"],
                     pieces=int(spec["pieces"]), signs=arrays["signs"], norms=arrays["norms"], bandwidth=float(spec["bandwidth"]),
-                    whitening=arrays["whitening"],
+                    whitening=arrays["whitening"], lengthscales=arrays["lengthscales"],
                 )
             return FeatureStats(arrays["gram"], arrays["sum"], spec["n"] if isinstance(spec["n"], float) else int(spec["n"]), arrays["cross"], arrays["ysum"], arrays["yy"])
         except (ValueError, TypeError, KeyError) as exc:

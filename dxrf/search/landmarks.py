@@ -38,7 +38,7 @@ def landmark_subset(
     those landmarks, whitened.
     """
     index = np.asarray(index, dtype=np.int64)
-    mapped = landmark_kernel(np.ascontiguousarray(kernel.W[:, index]), landmark_kind(kernel), kernel.bandwidth)
+    mapped = landmark_kernel(np.ascontiguousarray(kernel.W[:, index]), landmark_kind(kernel), kernel.effective_bandwidth)
     T = mapped.transform_matrix
     return tuple(g.subset(index).transformed(T) for g in groups), mapped
 

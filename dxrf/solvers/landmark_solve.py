@@ -44,7 +44,7 @@ def solves_in_landmark_basis(kernel: FeatureKernel) -> bool:
 
 def landmark_values(kernel: FeatureKernel) -> FeatureKernel:
     """The kernel values ``k(x, L)`` of a Nyström kernel, as the pass accumulates them (no whitening)."""
-    return landmark_kernel(kernel.W, landmark_kind(kernel), kernel.bandwidth, whiten=False)
+    return landmark_kernel(kernel.W, landmark_kind(kernel), kernel.effective_bandwidth, whiten=False)
 
 
 def solve_landmark_ridge(
@@ -57,7 +57,7 @@ def solve_landmark_ridge(
     stats, kernel = found.stats, found.kernel
     def equations() -> tuple[np.ndarray, np.ndarray]:
         C, c = _normal_equations(stats, fit_intercept)
-        K = landmark_gram(kernel.W, landmark_kind(kernel), kernel.bandwidth)  # as the whitening used
+        K = landmark_gram(kernel.W, landmark_kind(kernel), kernel.effective_bandwidth)  # as the whitening used
         K *= alpha
         C += K
         return C, c
