@@ -218,13 +218,38 @@ def _info_predictions(path: str, options: dict | None) -> int:
     return 0
 
 
+def _info_model(path: str, options: dict | None) -> int:
+    import dxrf
+    from dxrf.cli.models import fitted_bandwidth
+    from dxrf.features.maps import format_bandwidth
+
+    model = dxrf.load(path, storage_options=options)
+    print(f"path:      {path}")
+    print(f"content:   a model, {type(model).__name__}")
+    kernel = getattr(model, "kernel_", None)
+    if kernel is None:
+        print("fitted:    no")
+        return 0
+    features = getattr(model, "features_", model)
+    print(f"features:  {type(features).__name__}, {kernel.n_components} features of {kernel.n_features_in} input columns")
+    bandwidth = fitted_bandwidth(model) if features is not model else getattr(model, "bandwidth_", None)
+    if bandwidth is not None:
+        print(f"bandwidth: {format_bandwidth(bandwidth)}")
+    return 0
+
+
 def _cmd_info(args: argparse.Namespace) -> int:
     from dxrf import io
+    from dxrf.io.files import group_kind
+    from dxrf.io.storage import resolve
     from dxrf.io.predictions import is_prediction_group
 
     options = storage_options(args)
     if is_prediction_group(args.path, options):
         return _info_predictions(args.path, options)
+    loc = resolve(args.path, options)
+    if loc.local and group_kind(loc.path) == "model":
+        return _info_model(args.path, options)
     ds = io.open_zarr(args.path, storage_options=options)
     X = ds.X
     print(f"path:     {args.path}")

@@ -303,10 +303,23 @@ def cmd_fit(args: argparse.Namespace) -> int:
     return 0
 
 
+def fitted_bandwidth(model: object) -> float | np.ndarray | None:
+    """A fitted model's bandwidth: its features' ``bandwidth_``, else its kernel's lengthscales, else None."""
+    bandwidth = getattr(getattr(model, "features_", None), "bandwidth_", None)
+    if bandwidth is None:
+        bandwidth = getattr(getattr(model, "kernel_", None), "lengthscales", None)
+    return bandwidth
+
+
 def _print_fit(model: object, args: argparse.Namespace, X: da.Array, elapsed: float) -> None:
+    from dxrf.features.maps import format_bandwidth
+
     select = _one(args, "select", "none")
     print(f"model:        {type(model).__name__} on {model.kernel_.n_components} features ({args.features}, select={select})")
     print(f"rows:         {X.shape[0]} x {X.shape[1]}")
+    bandwidth = fitted_bandwidth(model)
+    if bandwidth is not None:
+        print(f"bandwidth:    {format_bandwidth(bandwidth)}")
     print(f"passes:       {model.n_passes_} over the data in {elapsed:.1f} s")
     if getattr(model, "alphas_", None) is not None:
         for a, err in zip(model.alphas_, model.validation_errors_):
@@ -320,6 +333,7 @@ def _print_fit(model: object, args: argparse.Namespace, X: da.Array, elapsed: fl
 
 
 def _print_search(model: object, X: da.Array, elapsed: float, out: str, classification: bool) -> None:
+    from dxrf.features.maps import format_bandwidth
     from dxrf.search import format_table
 
     res = model.cv_results_
@@ -329,7 +343,7 @@ def _print_search(model: object, X: da.Array, elapsed: float, out: str, classifi
     print(format_table(res, top=20, score="acc" if classification else "R^2"))
     p = model.best_params_
     chosen = ", ".join(f"{k}={v}" for k, v in p.items())
-    print(f"chosen:       {chosen} (bandwidth {model.bandwidth_:.4g})")
+    print(f"chosen:       {chosen} (bandwidth {format_bandwidth(model.bandwidth_)})")
     mse = res["mean_validation_mse"][model.best_index_]
     if classification:
         print(f"validation:   accuracy {model.best_score_:.6f}, MSE of the +-1 class columns {mse:.6g}")

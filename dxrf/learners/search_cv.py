@@ -85,7 +85,7 @@ _SEARCH_FITTED = fitted(
     n_splits_="int",
     n_candidates_="int",
     median_bandwidth_="real-or-none",
-    bandwidth_="real",
+    bandwidth_="finite",  # a number, or the chosen lengthscales
     random_state_="int",
     search_times_="dict",
 )

@@ -1,12 +1,15 @@
 """The shared parameter and attribute text of the search estimators' docstrings."""
 
 _SEARCH_PARAMETERS = """
-    bandwidths : list of float or str, default=("median*0.25", "median*0.5", "median", "median*2", "median*4")
+    bandwidths : list of float, str or array-like, default=("median*0.25", "median*0.5", "median", "median*2", "median*4")
         Kernel bandwidths ``sigma``: numbers, or multiples of the median
         heuristic (``"median"``, ``"median*0.5"``, ``"2*median"``: the median
-        pairwise distance of 1000 sampled rows, one extra read of X). All
-        bandwidths share one draw of frequencies, scaled by ``1 / sigma``
-        (with ``features="nystroem"``, one set of landmarks).
+        pairwise distance of 1000 sampled rows, one extra read of X), or
+        vectors of per-column lengthscales (one per column of X, each a
+        candidate like a number; ``param_bandwidth`` shows it by a compact
+        label). All bandwidths share one draw of frequencies, scaled by
+        ``1 / sigma`` (lengthscales: the rows divided by them; with
+        ``features="nystroem"``, one set of landmarks).
     n_components : list of int, default=(100, 300, 1000)
         Numbers of features ``M``; each is a prefix of the selection of the
         largest (nested top-M orders, or the first M of one i.i.d. draw), or
@@ -127,8 +130,8 @@ _SEARCH_ATTRIBUTES = """
         landmarks' race, then the statistics), plus 1 for a median
         bandwidth's sample (for the classifier, plus 1 with
         ``scoring="accuracy"`` and the logistic refit's passes).
-    bandwidth_ : float
-        The chosen bandwidth's value; ``median_bandwidth_`` the median
+    bandwidth_ : float or ndarray of shape (n_features,)
+        The chosen bandwidth's value (the lengthscales, for a vector); ``median_bandwidth_`` the median
         heuristic (None when not used).
     alpha_ : float
     alphas_, validation_errors_ : ndarray

@@ -18,7 +18,7 @@ import numpy as np
 
 from dxrf.core.memory import check_statistics, checked_pass
 from dxrf.core.validation import is_dask, is_integer
-from dxrf.features.maps import fit_map
+from dxrf.features.maps import check_lengthscales, fit_map
 from dxrf.features.nystroem import landmark_kernel, uniform_landmarks
 from dxrf.search.cv_splits import check_cv
 from dxrf.search.evaluate import GridErrors, fold_pairs, merge_errors, validate_grid
@@ -132,6 +132,9 @@ def _draw(s: SearchSettings, X: object, sample_weight: object, seed: int) -> tup
         median = float(fit_map(candidate_map(s, 1, "median", seed), X, sample_weight).bandwidth_)
         passes += 1
     values = [b.resolve(median) for b in s.grid.bandwidths]
+    for v in values:
+        if isinstance(v, np.ndarray):  # lengthscales: one per column, refused before any read
+            check_lengthscales(v, int(X.shape[1]))
     if s.nystroem:
         # one uniform race (a read of X), ordered by key: every bandwidth's landmarks, each M a prefix
         rows, L = uniform_landmarks(X, s.grid.n_candidates, seed)
@@ -225,7 +228,7 @@ def _chosen(s: SearchSettings, results: dict, drawn: _Drawn, plan: _Plan, per_ma
     best = best_index(results)
     params = dict(results["params"][best])
     b = [spec.text for spec in grid.bandwidths].index(params["bandwidth"])
-    warn_at_edges(grid, params, drawn.values, drawn.values[b])
+    warn_at_edges(grid, params, drawn.values, drawn.values[b])  # lengthscales are no axis: not at an edge
     # the alpha path of the chosen (bandwidth, selection, M): mean validation MSE per alpha
     same = [
         i for i, p in enumerate(results["params"])
@@ -235,7 +238,8 @@ def _chosen(s: SearchSettings, results: dict, drawn: _Drawn, plan: _Plan, per_ma
         cv_results_=results, best_index_=best, best_params_=params,
         best_score_=float(results["mean_test_score"][best]),
         n_splits_=len(per_map[b]) if plan.kind == "kfold" else 1, n_candidates_=grid.n_candidates,
-        median_bandwidth_=drawn.median, bandwidth_=float(drawn.values[b]), random_state_=plan.seed,
+        median_bandwidth_=drawn.median, random_state_=plan.seed,
+        bandwidth_=drawn.values[b].copy() if isinstance(drawn.values[b], np.ndarray) else float(drawn.values[b]),
         alphas_=grid.alphas, validation_errors_=results["mean_validation_mse"][same], alpha_=float(params["alpha"]),
     )
 

@@ -1,7 +1,8 @@
 """The grid of a model search: bandwidths, selections, numbers of features and penalties.
 
-Every axis is a list. Bandwidths are numbers or multiples of the median
-heuristic (``"median"``, ``"median*0.5"``); a selection variant is a
+Every axis is a list. Bandwidths are numbers, multiples of the median
+heuristic (``"median"``, ``"median*0.5"``) or vectors of per-column
+lengthscales (one candidate each, labelled compactly); a selection variant is a
 selection method with its own penalty (``lam`` for ELSS, ``rho`` for LKRF);
 numbers of features are prefixes of one candidate set per bandwidth; ridge
 penalties ``alpha`` form a path solved from one eigendecomposition.
@@ -16,6 +17,7 @@ import re
 import numpy as np
 
 from dxrf.core.validation import ParameterTypeError
+from dxrf.features.maps import check_lengthscales, format_bandwidth, is_lengthscales
 
 __all__ = ["SELECTIONS", "Variant", "SearchGrid", "BandwidthSpec", "check_grid", "parse_bandwidth"]
 
@@ -34,19 +36,32 @@ _MEDIAN = re.compile(r"^\s*(?:median\s*(?:\*\s*(?P<a>[^*\s]+))?|(?P<b>[^*\s]+)\s
 
 @dataclasses.dataclass(frozen=True)
 class BandwidthSpec:
-    """A bandwidth as given: a number, or ``factor`` times the median heuristic."""
+    """A bandwidth as given: a number, ``factor`` times the median heuristic, or lengthscales.
 
-    value: float | None
+    Lengthscales are held as a tuple of floats (``value``); their ``text``
+    (the ``bandwidth`` of the search's ``params``) is a compact label.
+    """
+
+    value: float | tuple[float, ...] | None
     factor: float | None
     text: object
 
-    def resolve(self, median: float | None) -> float:
+    @property
+    def is_vector(self) -> bool:
+        return isinstance(self.value, tuple)
+
+    def resolve(self, median: float | None) -> float | np.ndarray:
+        if self.is_vector:
+            return np.array(self.value, dtype=np.float64)
         return self.value if self.factor is None else self.factor * float(median)
 
 
 def parse_bandwidth(spec: object) -> BandwidthSpec:
-    """A number, ``"median"``, ``"median*c"`` or ``"c*median"`` (``c > 0``), else ``ValueError``."""
+    """A number, ``"median"``, ``"median*c"`` or ``"c*median"`` (``c > 0``), or lengthscales; else ``ValueError``."""
     bad = ValueError(f"bandwidths must hold positive numbers or 'median', 'median*c' (c > 0), got {spec!r}")
+    if is_lengthscales(spec):
+        ls = check_lengthscales(spec)
+        return BandwidthSpec(tuple(ls.tolist()), None, format_bandwidth(ls))
     if isinstance(spec, str):
         m = _MEDIAN.match(spec)
         if m is None:
@@ -171,6 +186,8 @@ def check_grid(
     for b in _as_list(bandwidths, "bandwidths"):
         s = parse_bandwidth(b)
         if all((s.value, s.factor) != (t.value, t.factor) for t in specs):
+            if any(s.text == t.text for t in specs):  # lengthscales whose compact labels coincide
+                s = dataclasses.replace(s, text=f"{s.text} #{len(specs) + 1}")
             specs.append(s)
     items = _as_list(n_components, "n_components")
     if any(isinstance(v, bool) or not isinstance(v, numbers.Integral) for v in items):

@@ -30,6 +30,8 @@ def results_table(
     fold's training rows), when given, become ``splitJ_train_mse``,
     ``mean_train_mse``, ``splitJ_train_score``, ``mean_train_score`` and
     ``std_train_score`` (scikit-learn's ``return_train_score``).
+    ``bandwidth_value`` is NaN for lengthscales (their ``param_bandwidth`` is
+    a compact label; the chosen ones are the search's ``bandwidth_``).
     """
     mse_all = np.stack(mse, axis=1)  # (F, B, V, M, P)
     folds = mse_all.shape[0]
@@ -49,7 +51,7 @@ def results_table(
                         p["rho"] = var.rho
                     params.append(p)
                     bw.append(spec.text)
-                    bwv.append(value)
+                    bwv.append(np.nan if np.ndim(value) else value)
                     sel.append(var.selection)
                     lam.append(var.lam)
                     rho.append(var.rho)
@@ -104,10 +106,12 @@ def best_index(results: dict) -> int:
     return int(np.nanargmax(score))
 
 
-def warn_at_edges(grid: SearchGrid, best: dict, bandwidth_values: list[float], chosen_bandwidth: float) -> list[str]:
+def warn_at_edges(grid: SearchGrid, best: dict, bandwidth_values: list, chosen_bandwidth: object) -> list[str]:
     """Warn (``UserWarning``) for each searched numeric axis whose chosen value is at its end."""
-    axes = [
-        ("bandwidths", np.asarray(bandwidth_values), chosen_bandwidth),
+    # lengthscales are no point of a numeric axis: only numbers are checked, when one was chosen
+    numbers = [v for v in bandwidth_values if np.ndim(v) == 0]
+    axes = [("bandwidths", np.asarray(numbers), chosen_bandwidth)] if np.ndim(chosen_bandwidth) == 0 else []
+    axes += [
         ("n_components", grid.n_components, best["n_components"]),
         ("alphas", grid.alphas, best["alpha"]),
     ]
@@ -137,17 +141,20 @@ def warn_at_edges(grid: SearchGrid, best: dict, bandwidth_values: list[float], c
 def format_table(results: dict, top: int = 20, score: str = "R^2") -> str:
     """The best ``top`` configurations, best first, as fixed-width text."""
     order = np.argsort(results["rank_test_score"], kind="stable")[:top]
-    lines = [f"{'rank':>4}  {'bandwidth':>12}  {'selection':>11}  {'lam/rho':>8}  {'M':>6}  {'alpha':>9}  "
+    texts = {}
+    for i in order:
+        bw, value = results["param_bandwidth"][i], results["bandwidth_value"][i]
+        # a number; a median multiple with its value; lengthscales by their compact label (no single value)
+        texts[i] = f"{bw:.4g}" if not isinstance(bw, str) else bw if np.isnan(value) else f"{bw}={value:.3g}"
+    width = max([12] + [len(t) for t in texts.values()])
+    lines = [f"{'rank':>4}  {'bandwidth':>{width}}  {'selection':>11}  {'lam/rho':>8}  {'M':>6}  {'alpha':>9}  "
              f"{'valid ' + score:>10}  {'valid MSE':>10}"]
     for i in order:
         extra = results["param_lam"][i] if results["param_lam"][i] is not None else results["param_rho"][i]
         extra = "-" if extra is None else f"{extra:.3g}"
-        bw = results["param_bandwidth"][i]
-        bw_text = f"{bw}" if isinstance(bw, str) else f"{bw:.4g}"
-        if isinstance(bw, str):
-            bw_text = f"{bw}={results['bandwidth_value'][i]:.3g}"
+        bw_text = texts[i]
         lines.append(
-            f"{results['rank_test_score'][i]:>4}  {bw_text:>12}  {results['param_selection'][i]:>11}  {extra:>8}  "
+            f"{results['rank_test_score'][i]:>4}  {bw_text:>{width}}  {results['param_selection'][i]:>11}  {extra:>8}  "
             f"{results['param_n_components'][i]:>6}  {results['param_alpha'][i]:>9.3g}  "
             f"{results['mean_test_score'][i]:>10.5f}  {results['mean_validation_mse'][i]:>10.5g}"
         )
