@@ -138,3 +138,19 @@ def test_bad_input():
         dxrf.RandomFourierFeatures(10, bandwidth="arf").fit(X, y)
     with pytest.raises(ValueError, match="y contains NaN"):
         dxrf.NystroemFeatures(10, bandwidth="ard").fit(X, np.r_[np.nan, y[1:]])
+
+
+def test_leverage_landmarks_learn_once(monkeypatch):
+    """The leverage pass's inner Fourier map takes the learned vector: one evidence fit, one read for it."""
+    import dxrf.features.ard as ard
+
+    calls = []
+    monkeypatch.setattr(ard, "fit_ard", lambda *a, **k: calls.append(1) or fit_ard(*a, **k))
+    X, y = data(500)
+    make = lambda how: dxrf.NystroemFeatures(  # noqa: E731
+        30, bandwidth="ard", ard_rows=200, landmarks=how, leverage_components=50, random_state=4
+    ).fit(X, y)
+    uniform, leverage = make("uniform"), make("leverage")
+    np.testing.assert_array_equal(leverage.bandwidth_, uniform.bandwidth_)
+    assert (uniform.n_passes_, leverage.n_passes_) == (2, 3)
+    assert len(calls) == 2  # one per fit
