@@ -15,8 +15,9 @@ from __future__ import annotations
 CHECK = "check_sample_weight_equivalence_on_dense_data"
 STOCHASTIC = ("SGD visits the rows in a shuffled order: repeated rows are more, different steps, equal to "
               "weights only in expectation (tests/core/test_weights.py checks the kernels and a tolerance band)")
-LANDMARKS = ("the Nystroem search draws its landmarks uniformly over row indices, unweighted: repeated rows "
-             "change which rows become landmarks")
+LANDMARKS = ("Nystroem features (and the Nystroem search) draw their landmarks uniformly over row indices, "
+             "unweighted: repeated rows change which rows become landmarks; NystroemFeatures takes sample_weight "
+             "for bandwidth='ard' only")
 VALIDATION = ("validation rows are chosen by a hash of the row index (the default 0.2 with alphas): "
               "repeating rows changes which rows validate the penalty")
 

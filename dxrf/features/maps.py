@@ -31,6 +31,7 @@ from dxrf.core.validation import (
 )
 from dxrf.engine import map_rows
 from dxrf.features import samplers
+from dxrf.features.ard import learn_lengthscales, row_sample
 from dxrf.kernels import exact
 from dxrf.kernels.kernel import FeatureKernel
 
@@ -48,6 +49,8 @@ __all__ = [
 ]
 
 FOURIER_KERNELS = ("gaussian", "laplacian", "cauchy")
+#: what a fit with bandwidth="ard" sets beside the lengthscales (``bandwidth_``)
+ARD_ATTRIBUTES = ("ard_signal_", "ard_noise_", "ard_log_likelihood_")
 SAMPLINGS = ("iid", "orthogonal", "qmc", "structured")
 
 
@@ -113,7 +116,8 @@ class BaseRandomFeatures(KernelTransformer):
         check_float_dtype(self.dtype)
 
     def _make_kernel(
-        self, X: np.ndarray | da.Array, rng: np.random.Generator, sample_weight: np.ndarray | da.Array | None = None
+        self, X: np.ndarray | da.Array, rng: np.random.Generator, sample_weight: np.ndarray | da.Array | None = None,
+        y: object = None,
     ) -> FeatureKernel:
         raise NotImplementedError
 
@@ -128,13 +132,16 @@ class BaseRandomFeatures(KernelTransformer):
         Parameters
         ----------
         X : array-like or dask array of shape (n_samples, n_features)
-            Only its number of columns is used, and for ``bandwidth="median"`` a
-            bounded random sample of its rows.
-        y : ignored
+            Only its number of columns is used, and for ``bandwidth="median"``
+            or ``"ard"`` a bounded random sample of its rows.
+        y : array-like or dask array of shape (n_samples,) or (n_samples, k), optional
+            Only ``bandwidth="ard"`` uses it (and requires it): numeric targets,
+            or class labels (:func:`dxrf.features.ard.ard_targets`).
         sample_weight : array-like or dask array of shape (n_samples,), optional
-            Row weights ``>= 0``; only a ``"median"`` bandwidth uses them (an
-            integer weight counts as the row repeated, see
-            :func:`dxrf.features.samplers.median_distance`).
+            Row weights ``>= 0``; only a ``"median"`` bandwidth (an integer
+            weight counts as the row repeated, see
+            :func:`dxrf.features.samplers.median_distance`) and ``"ard"``
+            (noise ``sigma^2 / w``; rows of weight 0 left out) use them.
 
         Returns
         -------
@@ -149,7 +156,7 @@ class BaseRandomFeatures(KernelTransformer):
             3 * 8 * d * m * q, f"n_components={m} with {d} input columns (a {d} x {m * q} projection matrix)",
             "use fewer features (n_components), or fewer input columns",
         )
-        self.kernel_ = self._make_kernel(X, make_rng(self.random_state), w)
+        self.kernel_ = self._make_kernel(X, make_rng(self.random_state), w, y)
         self._n_features_out = self.kernel_.n_components
         return self
 
@@ -166,27 +173,38 @@ class BaseRandomFeatures(KernelTransformer):
 def _median_sample(
     X: np.ndarray | da.Array, rng: np.random.Generator, size: int, sample_weight: np.ndarray | da.Array | None = None
 ) -> tuple[np.ndarray, np.ndarray | None, float]:
-    """A uniform sample of at most ``size`` rows, their weights, and the weight of a row's own pairs.
+    """A uniform sample of at most ``size`` rows, their weights, and the weight of a row's own pairs (:func:`row_sample`)."""
+    sample, w, _, fraction = row_sample(X, rng, size, sample_weight)
+    return sample, w, fraction
 
-    The rows are read lazily from dask input. The last value is the
-    ``self_fraction`` of :func:`samplers.median_distance`: 1 when every row
-    is taken, else ``(size - 1) / (N - 1)``, so that each pair's weight is
-    unbiased for the pairs of all ``N`` rows.
+
+def ard_bandwidth(
+    est: object, X: np.ndarray | da.Array, y: object, sample_weight: np.ndarray | da.Array | None,
+    rng: np.random.Generator,
+) -> object:
+    """``est.bandwidth``, or for ``"ard"`` the lengthscales learned on a row sample (one read of X).
+
+    With ``"ard"`` it sets ``ard_signal_`` and ``ard_noise_`` (the GP's
+    signal and noise variances, relative to the standardised targets) and
+    ``ard_log_likelihood_``; otherwise it removes those of an earlier fit.
     """
-    n = X.shape[0]
-    if n <= size:
-        sample, w, fraction = X, sample_weight, 1.0
-    else:
-        idx = np.sort(rng.choice(n, size=size, replace=False))
-        sample = X[idx]
-        w = None if sample_weight is None else sample_weight[idx]
-        fraction = (size - 1) / (n - 1)
-    if is_dask(sample) or is_dask(w):
-        sample, w = da.compute(sample, w)
-    sample = np.asarray(sample, dtype=np.float64)
-    if not np.isfinite(sample).all():
-        raise ValueError("X contains NaN or infinity (in the rows sampled for bandwidth='median')")
-    return sample, None if w is None else np.asarray(w, dtype=np.float64), fraction
+    for name in ARD_ATTRIBUTES:
+        est.__dict__.pop(name, None)
+    if not (isinstance(est.bandwidth, str) and est.bandwidth == "ard"):
+        return est.bandwidth
+    fit = learn_lengthscales(X, y, sample_weight, rng, int(est.ard_rows), int(est.ard_restarts), type(est).__name__)
+    est.ard_signal_, est.ard_noise_, est.ard_log_likelihood_ = fit.signal, fit.noise, fit.log_likelihood
+    return fit.lengthscales
+
+
+def check_ard(est: object) -> None:
+    """The ``"ard"`` parameters of a shift-invariant map: a gaussian kernel, positive ``ard_rows`` and ``ard_restarts``."""
+    check_positive_int(est.ard_rows, "ard_rows")
+    check_positive_int(est.ard_restarts, "ard_restarts")
+    if isinstance(est.bandwidth, str) and est.bandwidth == "ard" and est.kernel != "gaussian":
+        raise ValueError(
+            f"bandwidth='ard' learns the lengthscales of a gaussian kernel (GP evidence), not of kernel={est.kernel!r}"
+        )
 
 
 def is_lengthscales(bandwidth: object) -> bool:
@@ -220,15 +238,18 @@ def check_lengthscales(bandwidth: object, n_features: int | None = None) -> np.n
 
 
 def check_bandwidth(bandwidth: object, lengthscales: bool = True) -> float | str | np.ndarray:
-    """``bandwidth`` as a positive number, the string ``"median"`` or (``lengthscales``) per-column lengthscales.
+    """``bandwidth`` as a positive number, the string ``"median"`` or (``lengthscales``) per-column lengthscales or ``"ard"``.
 
-    ``lengthscales=False`` refuses a vector: maps whose kernel is not
-    shift-invariant have no per-column lengthscales.
+    ``lengthscales=False`` refuses a vector and ``"ard"``: maps whose kernel
+    is not shift-invariant have no per-column lengthscales.
     """
     if isinstance(bandwidth, str):
+        if bandwidth == "ard" and lengthscales:
+            return bandwidth
         if bandwidth != "median":
+            also = ", 'ard' (learned lengthscales)" if lengthscales else ""
             raise ValueError(
-                f"bandwidth must be a positive number or 'median' (or one lengthscale per column), got {bandwidth!r}"
+                f"bandwidth must be a positive number or 'median'{also} (or one lengthscale per column), got {bandwidth!r}"
             )
         return bandwidth
     if is_lengthscales(bandwidth):
@@ -263,18 +284,29 @@ def format_bandwidth(value: float | np.ndarray, head: int = 3) -> str:
     return f"lengthscales [{' '.join(shown)}] (d={v.size})"
 
 
-def fit_map(features: object, X: np.ndarray | da.Array, sample_weight: np.ndarray | da.Array | None = None) -> object:
-    """``features.fit(X)``, with ``sample_weight`` for a ``"median"`` bandwidth when the map's ``fit`` takes it.
+def fit_map(
+    features: object, X: np.ndarray | da.Array, sample_weight: np.ndarray | da.Array | None = None, y: object = None
+) -> object:
+    """``features.fit(X)``, with ``sample_weight`` for a ``"median"`` bandwidth, and ``y`` for ``"ard"``.
 
     The random maps weigh the rows of a ``"median"`` bandwidth (a numeric one
     needs no weights: they are not checked again); :class:`~dxrf.NystroemFeatures`
-    takes no weights (its landmarks are a random sample of rows, which
-    repeating rows changes anyway).
+    takes weights for ``"ard"`` only (its landmarks are a random sample of
+    rows, which repeating rows changes anyway). A ``"ard"`` bandwidth learns
+    lengthscales from ``y`` (the regression targets, or a classifier's +-1
+    class columns) and from the weights, whose zeros drop rows (validation
+    rows, say); without ``y`` it is a ValueError naming the map.
     """
-    median = isinstance(features.get_params(deep=False).get("bandwidth"), str)
-    if sample_weight is not None and median and has_fit_parameter(features, "sample_weight"):
-        return features.fit(X, sample_weight=sample_weight)
-    return features.fit(X)
+    bandwidth = features.get_params(deep=False).get("bandwidth")
+    named = isinstance(bandwidth, str)
+    kw = {}
+    if named and bandwidth == "ard":
+        if y is None:
+            raise ValueError(f"{type(features).__name__}(bandwidth='ard') learns lengthscales from the targets, but no y was given")
+        kw["y"] = y
+    if sample_weight is not None and named and has_fit_parameter(features, "sample_weight"):
+        kw["sample_weight"] = sample_weight
+    return features.fit(X, **kw)
 
 
 class RandomFourierFeatures(BaseRandomFeatures):
@@ -291,10 +323,11 @@ class RandomFourierFeatures(BaseRandomFeatures):
     kernel : {"gaussian", "laplacian", "cauchy"}, default="gaussian"
         ``exp(-|x-x'|^2 / 2 sigma^2)``, ``exp(-|x-x'|_1 / sigma)`` or
         ``prod_j 1 / (1 + (x_j - x'_j)^2 / sigma^2)``.
-    bandwidth : float, "median" or array-like of shape (n_features,), default=1.0
+    bandwidth : float, "median", "ard" or array-like of shape (n_features,), default=1.0
         ``sigma``, or per-column lengthscales ``l_j``: then the map is exactly
         the bandwidth-1 map of the columns divided by ``l_j`` (the kernel
-        ``k((x - x') / l)``; every sampling). ``"median"`` takes the median pairwise distance (Euclidean;
+        ``k((x - x') / l)``; every sampling). ``"ard"`` learns the lengthscales
+        from ``y`` (see ``ard_rows``). ``"median"`` takes the median pairwise distance (Euclidean;
         L1 for the laplacian kernel) of a random sample of ``median_samples``
         rows (all rows when there are no more), each pair weighted by the
         rows' ``sample_weight`` given to ``fit``
@@ -314,6 +347,13 @@ class RandomFourierFeatures(BaseRandomFeatures):
         Seed of every random draw; an int makes ``fit`` reproducible.
     median_samples : int, default=1000
         Rows sampled for ``bandwidth="median"``.
+    ard_rows : int, default=3000
+        Rows sampled for ``bandwidth="ard"``: per-column lengthscales of
+        maximum exact GP evidence on that uniform sample of rows with their
+        ``y`` and weights (one read of X; gaussian kernel only; each evidence
+        evaluation costs ``O(ard_rows^3)``, see :func:`dxrf.kernels.gp.fit_ard`).
+    ard_restarts : int, default=1
+        Optimisations of the evidence for ``"ard"`` (the first from a heuristic start).
 
     Attributes
     ----------
@@ -321,6 +361,9 @@ class RandomFourierFeatures(BaseRandomFeatures):
         The drawn parameters as plain arrays.
     bandwidth_ : float or ndarray of shape (n_features,)
         The bandwidth, or the lengthscales (float64).
+    ard_signal_, ard_noise_, ard_log_likelihood_ : float
+        With ``bandwidth="ard"``: the GP's signal and noise variances (relative
+        to the standardised targets) and its log evidence on the sample.
     offsets_ : ndarray of shape (n_components,)
     n_features_in_ : int
 
@@ -341,7 +384,9 @@ class RandomFourierFeatures(BaseRandomFeatures):
     (5, 64)
     """
 
-    _fitted_schema = fitted(MAP, bandwidth_="finite", offsets_="finite")
+    _fitted_schema = fitted(
+        MAP, bandwidth_="finite", offsets_="finite", ard_signal_="real?", ard_noise_="real?", ard_log_likelihood_="real?"
+    )
     _scale_factor = 2.0
 
     def __init__(
@@ -354,12 +399,16 @@ class RandomFourierFeatures(BaseRandomFeatures):
         dtype: str = "float32",
         random_state: object = None,
         median_samples: int = 1000,
+        ard_rows: int = 3000,
+        ard_restarts: int = 1,
     ) -> None:
         super().__init__(n_components, dtype=dtype, random_state=random_state)
         self.kernel = kernel
         self.bandwidth = bandwidth
         self.sampling = sampling
         self.median_samples = median_samples
+        self.ard_rows = ard_rows
+        self.ard_restarts = ard_restarts
 
     def _check_params(self) -> None:
         super()._check_params()
@@ -369,12 +418,14 @@ class RandomFourierFeatures(BaseRandomFeatures):
         if self.sampling in ("orthogonal", "structured") and self.kernel != "gaussian":
             raise ValueError(f"sampling={self.sampling!r} is defined for the gaussian kernel only, not {self.kernel!r}")
         check_positive_int(self.median_samples, "median_samples")
+        check_ard(self)
 
-    def _make_kernel(self, X, rng, sample_weight=None):
+    def _make_kernel(self, X, rng, sample_weight=None, y=None):
         d, m = X.shape[1], self.n_components
         dtype = check_float_dtype(self.dtype)
         metric = "cityblock" if self.kernel == "laplacian" else "euclidean"
-        self.bandwidth_ = _resolve_bandwidth(self.bandwidth, X, rng, self.median_samples, metric, sample_weight)
+        bandwidth = ard_bandwidth(self, X, y, sample_weight, rng)
+        self.bandwidth_ = _resolve_bandwidth(bandwidth, X, rng, self.median_samples, metric, sample_weight)
         # lengthscales: the bandwidth-1 draw, with the rows divided by them where they enter the kernel
         vector = isinstance(self.bandwidth_, np.ndarray)
         sigma, ls = (1.0, self.bandwidth_) if vector else (self.bandwidth_, None)
@@ -446,7 +497,7 @@ class RandomReLUFeatures(BaseRandomFeatures):
         check_bandwidth(self.bandwidth, lengthscales=False)  # not shift-invariant: no per-column lengthscales
         check_positive_int(self.median_samples, "median_samples")
 
-    def _make_kernel(self, X, rng, sample_weight=None):
+    def _make_kernel(self, X, rng, sample_weight=None, y=None):
         d, m = X.shape[1], self.n_components
         self.bandwidth_ = _resolve_bandwidth(
             self.bandwidth, X, rng, self.median_samples, "euclidean", sample_weight, lengthscales=False
@@ -473,7 +524,7 @@ class RandomLinearSketch(BaseRandomFeatures):
 
     _fitted_schema = MAP
 
-    def _make_kernel(self, X, rng, sample_weight=None):
+    def _make_kernel(self, X, rng, sample_weight=None, y=None):
         d, m = X.shape[1], self.n_components
         W = rng.standard_normal((d, m))
         return FeatureKernel("identity", self._scale(m), d, W=W.astype(check_float_dtype(self.dtype)))
@@ -518,7 +569,7 @@ class RandomMaxoutFeatures(BaseRandomFeatures):
         super()._check_params()
         check_positive_int(self.pieces, "pieces")
 
-    def _make_kernel(self, X, rng, sample_weight=None):
+    def _make_kernel(self, X, rng, sample_weight=None, y=None):
         d, m, q = X.shape[1], self.n_components, self.pieces
         # one draw of d x (M q), feature-major: with q = 1 this is the linear sketch's draw
         W = rng.standard_normal((d, m * q))

@@ -8,6 +8,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from dxrf.core.memory import check_allocation
 from dxrf.core.persistable import MAP, fitted
+from dxrf.core.weights import check_sample_weight
 from dxrf.core.validation import (
     ParameterTypeError,
     check_choice,
@@ -24,6 +25,8 @@ from dxrf.kernels.kernel import FeatureKernel
 from dxrf.kernels.landmarks import LANDMARK_KERNELS, WHITENINGS, RaceConfig, leverage_transform, race_pass, whitening_of
 from dxrf.features.maps import (
     KernelTransformer,
+    ard_bandwidth,
+    check_ard,
     RandomFourierFeatures,
     _resolve_bandwidth,
     check_bandwidth,
@@ -156,7 +159,7 @@ class NystroemFeatures(KernelTransformer):
     index) that keeps the ``M`` rows of smallest key: a sample without
     replacement with probabilities proportional to ``l_i`` (Alaoui &
     Mahoney 2015; Rudi, Calandriello, Carratino & Rosasco 2018). An array of
-    landmarks takes no pass; ``bandwidth="median"`` one more.
+    landmarks takes no pass; ``bandwidth="median"`` or ``"ard"`` one more.
 
     Parameters
     ----------
@@ -166,11 +169,12 @@ class NystroemFeatures(KernelTransformer):
     kernel : {"gaussian", "laplacian", "cauchy"}, default="gaussian"
         ``exp(-|x-x'|^2 / 2 sigma^2)``, ``exp(-|x-x'|_1 / sigma)`` or
         ``prod_j 1 / (1 + (x_j - x'_j)^2 / sigma^2)``.
-    bandwidth : float, "median" or array-like of shape (n_features,), default=1.0
+    bandwidth : float, "median", "ard" or array-like of shape (n_features,), default=1.0
         ``sigma``; ``"median"`` as for :class:`RandomFourierFeatures`; a vector
         holds per-column lengthscales ``l_j``: the map is then the bandwidth-1
         map of the columns divided by ``l_j`` (landmarks are kept as rows of
-        X and compared scaled).
+        X and compared scaled); ``"ard"`` learns them from ``y`` (gaussian
+        kernel; as for :class:`RandomFourierFeatures`, see ``ard_rows``).
     landmarks : {"uniform", "leverage"} or array of shape (M, n_features), default="uniform"
     leverage_lam : float, default=1e-3
         ``lam`` of the leverage scores, in DESIGN.md's normalised convention.
@@ -186,6 +190,9 @@ class NystroemFeatures(KernelTransformer):
         costs accuracy at small ridge penalties (DESIGN.md).
     random_state : int, RandomState, Generator or None
     median_samples : int, default=1000
+    ard_rows : int, default=3000
+    ard_restarts : int, default=1
+        As for :class:`RandomFourierFeatures`.
 
     Attributes
     ----------
@@ -193,6 +200,8 @@ class NystroemFeatures(KernelTransformer):
         Landmarks (as ``W``, one per column), bandwidth and whitening.
     bandwidth_ : float or ndarray of shape (n_features,)
         The bandwidth, or the lengthscales (float64).
+    ard_signal_, ard_noise_, ard_log_likelihood_ : float
+        With ``bandwidth="ard"``, as for :class:`RandomFourierFeatures`.
     landmark_indices_ : ndarray of shape (M,) or None
         Global row indices of the sampled landmarks (None for given ones).
     n_passes_ : int
@@ -216,7 +225,10 @@ class NystroemFeatures(KernelTransformer):
     (50, 20)
     """
 
-    _fitted_schema = fitted(MAP, bandwidth_="finite", landmark_indices_="index-or-none", n_passes_="int")
+    _fitted_schema = fitted(
+        MAP, bandwidth_="finite", landmark_indices_="index-or-none", n_passes_="int",
+        ard_signal_="real?", ard_noise_="real?", ard_log_likelihood_="real?",
+    )
 
     def __init__(
         self,
@@ -231,6 +243,8 @@ class NystroemFeatures(KernelTransformer):
         dtype: str = "float64",
         random_state: object = None,
         median_samples: int = 1000,
+        ard_rows: int = 3000,
+        ard_restarts: int = 1,
     ) -> None:
         self.n_components = n_components
         self.kernel = kernel
@@ -242,6 +256,8 @@ class NystroemFeatures(KernelTransformer):
         self.dtype = dtype
         self.random_state = random_state
         self.median_samples = median_samples
+        self.ard_rows = ard_rows
+        self.ard_restarts = ard_restarts
 
     def _check_params(self) -> None:
         check_positive_int(self.n_components, "n_components", allow_none=True)
@@ -252,6 +268,7 @@ class NystroemFeatures(KernelTransformer):
         check_positive_int(self.leverage_components, "leverage_components")
         check_positive_int(self.median_samples, "median_samples")
         check_bandwidth(self.bandwidth)
+        check_ard(self)
         if isinstance(self.landmarks, str):
             check_choice(self.landmarks, "landmarks", LANDMARK_METHODS)
         elif not hasattr(self.landmarks, "shape") and not isinstance(self.landmarks, (list, tuple)):
@@ -270,13 +287,18 @@ class NystroemFeatures(KernelTransformer):
             raise ValueError(f"n_components={m} but landmarks has {L.shape[0]} rows; give n_components=None")
         return L.astype(np.float64)
 
-    def fit(self, X: np.ndarray | da.Array, y: object = None) -> NystroemFeatures:
+    def fit(self, X: np.ndarray | da.Array, y: object = None, sample_weight: object = None) -> NystroemFeatures:
         """Choose the landmarks and compute the whitening.
 
         Parameters
         ----------
         X : array-like or dask array of shape (n_samples, n_features)
-        y : ignored
+        y : array-like or dask array of shape (n_samples,) or (n_samples, k), optional
+            Only ``bandwidth="ard"`` uses it (and requires it), as in
+            :meth:`RandomFourierFeatures.fit`.
+        sample_weight : array-like or dask array of shape (n_samples,), optional
+            Only ``bandwidth="ard"`` uses it (noise ``sigma^2 / w``, rows of
+            weight 0 left out); landmarks and a ``"median"`` bandwidth are unweighted.
 
         Returns
         -------
@@ -296,7 +318,8 @@ class NystroemFeatures(KernelTransformer):
         opts = resolve_options()  # once per fit: both passes get them explicitly
         rng = make_rng(self.random_state)
         metric = "cityblock" if self.kernel == "laplacian" else "euclidean"
-        bandwidth = _resolve_bandwidth(self.bandwidth, X, rng, self.median_samples, metric)
+        w = check_sample_weight(sample_weight, n)
+        bandwidth = _resolve_bandwidth(ard_bandwidth(self, X, y, w, rng), X, rng, self.median_samples, metric)
         passes = int(isinstance(self.bandwidth, str))
         rows = None
         if given:

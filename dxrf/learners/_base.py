@@ -128,14 +128,16 @@ class RandomFeatureModel(SaveMixin, BaseEstimator):
         return features
 
     def _fit_map(
-        self, features: object, X: np.ndarray | da.Array, sample_weight: np.ndarray | da.Array | None = None
+        self, features: object, X: np.ndarray | da.Array, sample_weight: np.ndarray | da.Array | None = None,
+        y: np.ndarray | da.Array | None = None,
     ) -> FeatureKernel:
         """Fit a feature map (no Gram, no pass) and keep it as ``features_`` and ``kernel_``.
 
         Sets ``n_passes_``: a bandwidth estimated from sampled rows reads X once.
-        ``sample_weight`` weighs a median bandwidth's rows (:func:`~dxrf.features.maps.fit_map`).
+        ``sample_weight`` weighs a median bandwidth's rows, and with the
+        targets ``y`` an ``"ard"`` bandwidth's (:func:`~dxrf.features.maps.fit_map`).
         """
-        kernel, self.n_passes_ = fit_feature_map(features, X, sample_weight)
+        kernel, self.n_passes_ = fit_feature_map(features, X, sample_weight, y)
         self.features_ = features
         self.kernel_ = kernel
         return kernel

@@ -387,6 +387,6 @@ class RandomFeatureClassifier(PCGPlanMixin, PartialFitMixin, _RidgeClassifier):
             # the selector needs the candidates' statistics: one pass
             self._features_pass(X, T, task="classification", classes=self.classes_, sample_weight=sample_weight)
         else:
-            self._fit_map(features, X, sample_weight)
+            self._fit_map(features, X, sample_weight, T)
         self.alpha_ = float(self.alpha)
         return self._logistic_refit(X, T, self.kernel_, sample_weight)

@@ -36,14 +36,15 @@ def _data_dependent(features: object) -> str | None:
     return None
 
 
-def partial_features(est: object, X: np.ndarray | da.Array, sample_weight: object = None) -> FeatureKernel:
+def partial_features(est: object, X: np.ndarray | da.Array, sample_weight: object = None, y: object = None) -> FeatureKernel:
     """Fix ``est``'s features at its first ``partial_fit`` call; set ``features_`` and ``kernel_``.
 
     A fitted map or selector (one with a ``kernel_``) is used as it is (a
     copy); an unfitted map is cloned, seeded like ``fit`` does, and fitted on
     this first batch: a ``"median"`` bandwidth (the default features') is the
     median heuristic of the first batch's rows (weighted by its checked
-    ``sample_weight``), and stays fixed afterwards.
+    ``sample_weight``), and stays fixed afterwards; so are ``"ard"``
+    lengthscales, learned from the first batch's targets ``y``.
     An unfitted selector is refused with a ``ValueError`` saying what to pass.
     """
     features = est.features
@@ -60,7 +61,7 @@ def partial_features(est: object, X: np.ndarray | da.Array, sample_weight: objec
         if why is not None:
             raise ValueError(f"partial_fit cannot fix these features at its first call: {why}")
         fitted = est._make_features()
-        fit_map(fitted, X, sample_weight)  # the batch's number of columns, and its rows for a median bandwidth
+        fit_map(fitted, X, sample_weight, y)  # the batch's number of columns, its rows for a median or ard bandwidth
         if not isinstance(getattr(fitted, "kernel_", None), FeatureKernel):
             raise TypeError(f"features must be a dxrf feature map with a fitted kernel_, got {type(fitted).__name__}")
     est.features_ = fitted
@@ -131,7 +132,7 @@ class PartialFitMixin:
         """True when ``fit`` fixed the features (and classes) and no ``partial_fit`` ran since."""
         return not self._partial_started() and isinstance(getattr(self, "kernel_", None), FeatureKernel)
 
-    def _partial_kernel(self, X: np.ndarray | da.Array, sample_weight: object = None) -> FeatureKernel:
+    def _partial_kernel(self, X: np.ndarray | da.Array, sample_weight: object = None, T: object = None) -> FeatureKernel:
         if self._after_fit():
             # partial_fit after fit: the fitted features stay; the statistics
             # start from this batch (fit keeps none: an M x M matrix per model)
@@ -139,7 +140,7 @@ class PartialFitMixin:
                 raise ValueError(f"X has {X.shape[1]} features, but the fitted features expect {self.kernel_.n_features_in}")
             self.n_passes_ = 0
             return self.kernel_
-        return partial_features(self, X, sample_weight)
+        return partial_features(self, X, sample_weight, T)
 
     def _partial_update(
         self, X: np.ndarray | da.Array, T: np.ndarray | da.Array, first: bool, sample_weight: object = None
@@ -151,7 +152,7 @@ class PartialFitMixin:
         """
         from dxrf.solvers.ridge_path import mse_from_stats, solve_ridge
 
-        kernel = self._partial_kernel(X, sample_weight) if first else self.kernel_
+        kernel = self._partial_kernel(X, sample_weight, T) if first else self.kernel_
         batch = accumulate(X, T, kernel, sample_weight=sample_weight)
         if not first and batch.n_targets != self.stats_.n_targets:
             raise ValueError(f"y has {batch.n_targets} output(s), but earlier partial_fit calls had {self.stats_.n_targets}")

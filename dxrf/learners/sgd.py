@@ -62,6 +62,7 @@ MAX_SELECTOR_CANDIDATES = 16384
 from dxrf.learners.sgd_docs import _COMMON_ATTRS, _COMMON_PARAMS, _REFERENCES
 from dxrf.solvers.sgd_fit import SGDFit, SGDOptions, fit_sgd, partial_sgd, split_rows
 from dxrf.solvers.sgd_passes import _VALIDATION_SEED
+from dxrf.solvers.features_pass import learns_from_y, training_weight
 
 
 # -- the estimators -----------------------------------------------------------------
@@ -179,7 +180,10 @@ class _BaseSGD(RandomFeatureModel):
             train, _ = self._features_pass(X, Y, validation=validation, validation_seed=_VALIDATION_SEED, task=task,
                                            classes=classes, sample_weight=weights)
             return None if train.n == 0 else train.ysum / train.n
-        self._fit_map(self._make_features(), X, weights)
+        features = self._make_features()
+        if learns_from_y(features):  # "ard": learned on the training rows only
+            weights = training_weight(weights, validation, _VALIDATION_SEED, X)
+        self._fit_map(features, X, weights, Y)
         return None
 
     def _options(self) -> SGDOptions:
@@ -211,7 +215,7 @@ class _BaseSGD(RandomFeatureModel):
         from dxrf.learners.partial import partial_features
 
         if first:
-            partial_features(self, X, weights)
+            partial_features(self, X, weights, Y)
         previous = None if first else SGDFit(
             self.coef_, self.intercept_, self.step_size_, int(self.n_epochs_), 0, int(self.n_iter_), 0, np.zeros(0),
             np.asarray(self.train_errors_),

@@ -11,17 +11,19 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 
+import dask.array as da
 import numpy as np
 
 from dxrf.core.memory import check_statistics, checked_pass
-from dxrf.core.validation import is_integer
+from dxrf.core.validation import is_dask, is_integer
+from dxrf.engine import hashed_split
 from dxrf.kernels.kernel import FeatureKernel
 from dxrf.features.maps import fit_map
 from dxrf.solvers.landmark_solve import LandmarkStats, landmark_values, solves_in_landmark_basis
 from dxrf.stats.feature_stats import FeatureStats
 from dxrf.stats.accumulation import accumulate
 
-__all__ = ["FeaturesPass", "is_selector", "fit_feature_map", "features_pass"]
+__all__ = ["FeaturesPass", "is_selector", "fit_feature_map", "features_pass", "learns_from_y", "training_weight"]
 
 
 def is_selector(obj: object) -> bool:
@@ -40,12 +42,13 @@ class FeaturesPass:
     valid: FeatureStats | None
 
 
-def fit_feature_map(features: object, X: object, sample_weight: object = None) -> tuple[FeatureKernel, int]:
+def fit_feature_map(features: object, X: object, sample_weight: object = None, y: object = None) -> tuple[FeatureKernel, int]:
     """Fit a feature map (no Gram, no pass); its kernel and the reads of X its fit made.
 
-    ``sample_weight`` weighs a median bandwidth's rows (:func:`~dxrf.features.maps.fit_map`).
+    ``sample_weight`` weighs a median bandwidth's rows, and with ``y`` a
+    ``"ard"`` bandwidth's (:func:`~dxrf.features.maps.fit_map`).
     """
-    fit_map(features, X, sample_weight)
+    fit_map(features, X, sample_weight, y)
     kernel = getattr(features, "kernel_", None)
     if not isinstance(kernel, FeatureKernel):
         raise TypeError(f"features must be a dxrf feature map with a fitted kernel_, got {type(features).__name__}")
@@ -53,7 +56,38 @@ def fit_feature_map(features: object, X: object, sample_weight: object = None) -
     return kernel, int(getattr(features, "n_passes_", isinstance(features.get_params().get("bandwidth"), str)))
 
 
-def _draw(features: object, X: object, groups: int, sample_weight: object, single: bool) -> tuple:
+def learns_from_y(features: object) -> bool:
+    """Whether fitting ``features`` looks at the targets: a ``bandwidth="ard"`` map."""
+    params = features.get_params(deep=False) if hasattr(features, "get_params") else {}
+    return isinstance(params.get("bandwidth"), str) and params["bandwidth"] == "ard"
+
+
+def training_weight(sample_weight: object, validation: object, seed: int, X: object) -> object:
+    """Row weights that are 0 on the validation rows (a hashed fraction or a mask), else ``sample_weight``.
+
+    What a map that learns from ``y`` (``"ard"``) fits on, so that no choice
+    sees the validation rows; lazy for dask input, a few bytes a row.
+    """
+    if validation is None:
+        return sample_weight
+    n = int(X.shape[0])
+    if hasattr(validation, "shape"):
+        mask = validation
+    elif is_dask(X):
+        mask = da.map_blocks(_hashed_block, da.arange(n, chunks=X.chunks[0]), float(validation), int(seed), dtype=bool)
+    else:
+        mask = hashed_split(0, n, float(validation), int(seed))
+    where = da.where if is_dask(mask) or is_dask(sample_weight) else np.where
+    return where(mask, 0.0, 1.0 if sample_weight is None else sample_weight)
+
+
+def _hashed_block(rows: np.ndarray, fraction: float, seed: int) -> np.ndarray:
+    # the validation rows of a block of global row indices (consecutive: a chunk of arange)
+    start = int(rows[0]) if rows.size else 0
+    return hashed_split(start, start + rows.size, fraction, seed)
+
+
+def _draw(features: object, X: object, groups: int, sample_weight: object, single: bool, Y: object = None) -> tuple:
     """``(candidates or None, kernel, passes, once)``: the features drawn, their pass refused first if too large.
 
     ``once`` is the context the statistics' pass runs in: :func:`checked_pass`
@@ -72,7 +106,7 @@ def _draw(features: object, X: object, groups: int, sample_weight: object, singl
             groups=groups, X=X, algebra=1 if single else 4,
         )
         once = checked_pass
-    kernel, passes = fit_feature_map(features, X, sample_weight)
+    kernel, passes = fit_feature_map(features, X, sample_weight, Y)
     if is_integer(m) and kernel.n_components > int(m):
         once = contextlib.nullcontext  # more features than checked for: accumulate checks them
     return None, kernel, passes, once
@@ -88,7 +122,8 @@ def features_pass(
     ``validation`` is checked (None, a fraction or a mask); ``sample_weight`` checked.
     """
     single = single_penalty and validation is None
-    candidates, kernel, passes, once = _draw(features, X, 1 if validation is None else 2, sample_weight, single)
+    fit_weight = training_weight(sample_weight, validation, validation_seed, X) if learns_from_y(features) else sample_weight
+    candidates, kernel, passes, once = _draw(features, X, 1 if validation is None else 2, fit_weight, single, Y)
     split = dict(split=validation, split_seed=validation_seed, sample_weight=sample_weight)
     sample = features.row_sample(int(X.shape[0])) if hasattr(features, "row_sample") else None
     if sample is not None:

@@ -666,6 +666,8 @@ def test_get_params_and_clone_round_trip():
         "dtype": "float64",
         "random_state": 4,
         "median_samples": 1000,
+        "ard_rows": 3000,
+        "ard_restarts": 1,
     }
     X = data()
     np.testing.assert_array_equal(clone(est).fit_transform(X), est.fit_transform(X))
