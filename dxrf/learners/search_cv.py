@@ -96,6 +96,7 @@ _SEARCH_FITTED = fitted(
     n_splits_="int",
     n_candidates_="int",
     median_bandwidth_="real-or-none",
+    learned_lengthscales_="finite-or-none",
     bandwidth_="finite",  # a number, or the chosen lengthscales
     random_state_="int",
     search_times_="dict",

@@ -20,6 +20,7 @@ import numpy as np
 from dxrf.core.memory import check_statistics, checked_pass
 from dxrf.core.options import resolve_options
 from dxrf.core.validation import is_dask, is_integer
+from dxrf.features.ard import learn_lengthscales
 from dxrf.features.maps import check_lengthscales, fit_map
 from dxrf.features.nystroem import landmark_kernel, uniform_landmarks
 from dxrf.search.cv_splits import check_cv
@@ -35,7 +36,11 @@ from dxrf.solvers.ridge_path import statistics_rtol
 from dxrf.stats.feature_stats import FeatureStats
 from dxrf.stats.accumulation import accumulate
 
-__all__ = ["SearchOutcome", "run_search"]
+__all__ = ["SearchOutcome", "run_search", "ARD_ROWS"]
+
+#: rows of the sample whose exact GP evidence gives "ard" bandwidths their lengthscales (measured
+#: on kin40k: 8 s at 2000 rows, and the optimum of three starts from one; DESIGN.md)
+ARD_ROWS = 2000
 
 
 @dataclasses.dataclass
@@ -68,6 +73,7 @@ class _Drawn:
     kernels: list  # per bandwidth, the candidates' kernel
     candidates: list | None  # per bandwidth, the candidate map (Fourier)
     landmarks: tuple | None  # (rows, landmarks) of the uniform race (Nystroem)
+    lengthscales: np.ndarray | None = None  # learned for "ard" bandwidths
 
 
 class _Reader:
@@ -184,14 +190,19 @@ def _plan_that_fits(s: SearchSettings, plain_first: bool, selecting: bool, check
     return dataclasses.replace(s, bandwidth_choice="plain-first") if plain_first else s, plain_first
 
 
-def _draw(s: SearchSettings, X: object, sample_weight: object, seed: int) -> tuple[_Drawn, int]:
+def _draw(s: SearchSettings, X: object, T: object, sample_weight: object, seed: int) -> tuple[_Drawn, int]:
     """Every bandwidth's candidates (or the landmarks' kernels); returns them and the reads of X made."""
-    passes, median = 0, None
+    passes, median, learned = 0, None, None
     if s.grid.needs_median:
         # the median heuristic from a row sample: a read of X (random rows touch most chunks)
         median = float(fit_map(candidate_map(s, 1, "median", seed), X, sample_weight).bandwidth_)
         passes += 1
-    values = [b.resolve(median) for b in s.grid.bandwidths]
+    if s.grid.needs_ard:
+        # lengthscales of maximum GP evidence on a row sample with its targets: a read of X
+        rng = np.random.default_rng([seed, 0xA4D])
+        learned = learn_lengthscales(X, T, sample_weight, rng, ARD_ROWS, 1, "the search").lengthscales
+        passes += 1
+    values = [b.resolve(median, learned) for b in s.grid.bandwidths]
     for v in values:
         if isinstance(v, np.ndarray):  # lengthscales: one per column, refused before any read
             check_lengthscales(v, int(X.shape[1]))
@@ -200,9 +211,9 @@ def _draw(s: SearchSettings, X: object, sample_weight: object, seed: int) -> tup
         rows, L = uniform_landmarks(X, s.grid.n_candidates, seed)
         W = np.ascontiguousarray(L.T.astype(s.dtype))
         kernels = [landmark_kernel(W, s.kernel, v, whiten=False) for v in values]
-        return _Drawn(values, median, kernels, None, (rows, L)), passes + 1
+        return _Drawn(values, median, kernels, None, (rows, L), learned), passes + 1
     candidates = [candidate_map(s, s.grid.n_candidates, v, seed).fit(X) for v in values]
-    return _Drawn(values, median, [c.kernel_ for c in candidates], candidates, None), passes
+    return _Drawn(values, median, [c.kernel_ for c in candidates], candidates, None, learned), passes
 
 
 def _split_variants(grid: SearchGrid) -> tuple[list[int], list[int]]:
@@ -298,7 +309,7 @@ def _chosen(s: SearchSettings, results: dict, drawn: _Drawn, plan: _Plan, per_ma
         cv_results_=results, best_index_=best, best_params_=params,
         best_score_=float(results["mean_test_score"][best]),
         n_splits_=len(per_map[b]) if plan.kind == "kfold" else 1, n_candidates_=grid.n_candidates,
-        median_bandwidth_=drawn.median, random_state_=plan.seed,
+        median_bandwidth_=drawn.median, learned_lengthscales_=drawn.lengthscales, random_state_=plan.seed,
         bandwidth_=drawn.values[b].copy() if isinstance(drawn.values[b], np.ndarray) else float(drawn.values[b]),
         alphas_=grid.alphas, validation_errors_=results["mean_validation_mse"][same], alpha_=float(params["alpha"]),
     )
@@ -316,7 +327,7 @@ def run_search(
     """
     s, plan = _plan(s, X, T, classes)
     clock = time.perf_counter()
-    drawn, passes = _draw(s, X, sample_weight, plan.seed)
+    drawn, passes = _draw(s, X, T, sample_weight, plan.seed)
     read = _Reader(X, T, s, plan, sample_weight)
 
     def rng_for() -> np.random.Generator:

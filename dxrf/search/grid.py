@@ -32,6 +32,7 @@ SELECTIONS = {
 }
 
 _MEDIAN = re.compile(r"^\s*(?:median\s*(?:\*\s*(?P<a>[^*\s]+))?|(?P<b>[^*\s]+)\s*\*\s*median)\s*$")
+_ARD = re.compile(r"^\s*(?:ard\s*(?:\*\s*(?P<a>[^*\s]+))?|(?P<b>[^*\s]+)\s*\*\s*ard)\s*$")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,23 +46,39 @@ class BandwidthSpec:
     value: float | tuple[float, ...] | None
     factor: float | None
     text: object
+    base: str = "median"  # what ``factor`` multiplies: the median heuristic, or the learned lengthscales "ard"
 
     @property
     def is_vector(self) -> bool:
         return isinstance(self.value, tuple)
 
-    def resolve(self, median: float | None) -> float | np.ndarray:
+    def resolve(self, median: float | None, lengthscales: np.ndarray | None = None) -> float | np.ndarray:
         if self.is_vector:
             return np.array(self.value, dtype=np.float64)
-        return self.value if self.factor is None else self.factor * float(median)
+        if self.factor is None:
+            return self.value
+        if self.base == "ard":
+            return self.factor * np.asarray(lengthscales, dtype=np.float64)
+        return self.factor * float(median)
 
 
 def parse_bandwidth(spec: object) -> BandwidthSpec:
     """A number, ``"median"``, ``"median*c"`` or ``"c*median"`` (``c > 0``), or lengthscales; else ``ValueError``."""
-    bad = ValueError(f"bandwidths must hold positive numbers or 'median', 'median*c' (c > 0), got {spec!r}")
+    bad = ValueError(f"bandwidths must hold positive numbers, 'median', 'median*c', 'ard' or 'ard*c' (c > 0), "
+                     f"or lengthscales, got {spec!r}")
     if is_lengthscales(spec):
         ls = check_lengthscales(spec)
         return BandwidthSpec(tuple(ls.tolist()), None, format_bandwidth(ls))
+    if isinstance(spec, str) and _ARD.match(spec):
+        m = _ARD.match(spec)
+        text = m.group("a") or m.group("b")
+        try:
+            factor = 1.0 if text is None else float(text)
+        except ValueError:
+            raise bad from None
+        if not (np.isfinite(factor) and factor > 0):
+            raise bad
+        return BandwidthSpec(None, factor, spec, base="ard")
     if isinstance(spec, str):
         m = _MEDIAN.match(spec)
         if m is None:
@@ -114,7 +131,11 @@ class SearchGrid:
 
     @property
     def needs_median(self) -> bool:
-        return any(b.factor is not None for b in self.bandwidths)
+        return any(b.factor is not None and b.base == "median" for b in self.bandwidths)
+
+    @property
+    def needs_ard(self) -> bool:
+        return any(b.factor is not None and b.base == "ard" for b in self.bandwidths)
 
     @property
     def supervised(self) -> bool:
@@ -185,7 +206,7 @@ def check_grid(
     specs: list[BandwidthSpec] = []
     for b in _as_list(bandwidths, "bandwidths"):
         s = parse_bandwidth(b)
-        if all((s.value, s.factor) != (t.value, t.factor) for t in specs):
+        if all((s.value, s.factor, s.base) != (t.value, t.factor, t.base) for t in specs):
             if any(s.text == t.text for t in specs):  # lengthscales whose compact labels coincide
                 s = dataclasses.replace(s, text=f"{s.text} #{len(specs) + 1}")
             specs.append(s)

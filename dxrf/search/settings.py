@@ -13,11 +13,15 @@ from dxrf.search.grid import SearchGrid, check_grid
 from dxrf.search.growth import GrowthBudget
 
 __all__ = [
-    "DEFAULT_BANDWIDTHS", "DEFAULT_N_COMPONENTS", "DEFAULT_ALPHAS", "SCORINGS", "LEVERAGE_ROWS", "BANDWIDTH_CHOICES",
+    "DEFAULT_BANDWIDTHS", "ARD_BANDWIDTHS", "ARD_MIN_ROWS", "DEFAULT_N_COMPONENTS", "DEFAULT_ALPHAS", "SCORINGS", "LEVERAGE_ROWS", "BANDWIDTH_CHOICES",
     "FEATURES", "SearchSettings", "search_grid", "resolve_seed", "resolve_auto", "AUTO_HOLDOUT_ROWS",
 ]
 
 DEFAULT_BANDWIDTHS = ("median*0.25", "median*0.5", "median", "median*2", "median*4")
+#: the growing default's bandwidths (gaussian kernel): the learned lengthscales and two rescalings
+ARD_BANDWIDTHS = ("ard*0.7", "ard", "ard*1.4")
+#: fewer rows than this learn no lengthscales (the GP evidence of a tiny sample is unreliable)
+ARD_MIN_ROWS = 200
 DEFAULT_N_COMPONENTS = (100, 300, 1000)
 DEFAULT_ALPHAS = tuple(10.0**p for p in range(-10, 1))
 SCORINGS = ("r2", "accuracy")
@@ -66,8 +70,10 @@ def resolve_auto(params: dict, n_rows: int | None = None) -> dict:
     * ``dtype="auto"``: float64 for Nyström features (whose kernel values are
       whitened by ``K_MM^{-1/2}``: float32 values cost accuracy at small
       penalties), float32 for Fourier features.
-    * ``bandwidths="auto"``: multiples of the median heuristic
-      (:data:`DEFAULT_BANDWIDTHS`).
+    * ``bandwidths="auto"``: for a growing search with the gaussian kernel on
+      :data:`ARD_MIN_ROWS` rows or more, the lengthscales learned by GP
+      evidence and two rescalings (:data:`ARD_BANDWIDTHS`); else multiples
+      of the median heuristic (:data:`DEFAULT_BANDWIDTHS`).
     * ``n_components="auto"``: grown in stages (:mod:`dxrf.search.staged`);
       a placeholder here, where only the grid's other axes are checked.
     * ``cv="auto"``: 5 folds, or a 20% hold-out for a growing search on
@@ -83,7 +89,8 @@ def resolve_auto(params: dict, n_rows: int | None = None) -> dict:
     if _is_auto(p.get("dtype")):
         p["dtype"] = "float64" if p["features"] == "nystroem" else "float32"
     if _is_auto(p.get("bandwidths")):
-        p["bandwidths"] = list(DEFAULT_BANDWIDTHS)
+        ard = growing and p.get("kernel") == "gaussian" and (n_rows is None or n_rows >= ARD_MIN_ROWS)
+        p["bandwidths"] = list(ARD_BANDWIDTHS if ard else DEFAULT_BANDWIDTHS)
     if growing:
         p["n_components"] = [1]
     if _is_auto(p.get("cv")):
@@ -107,6 +114,9 @@ def search_grid(params: dict) -> SearchGrid:
     choice = params["bandwidth_choice"]
     if choice != "joint" and all(v.criterion is not None for v in grid.variants):
         raise ValueError(f"bandwidth_choice={choice!r} chooses the bandwidth by the plain features: add 'none' to selections")
+    if grid.needs_ard and params["kernel"] != "gaussian":
+        raise ValueError(f"'ard' bandwidths learn the lengthscales of a gaussian kernel; kernel={params['kernel']!r}: "
+                         "give numbers or 'median' multiples")
     if check_choice(params["features"], "features", FEATURES) == "nystroem":
         check_choice(params["kernel"], "kernel", LANDMARK_KERNELS)
         if any(v.criterion is not None for v in grid.variants):

@@ -74,3 +74,48 @@ def test_stage_losses_take_the_best_score_per_m():
     results = {"params": [{"n_components": 10}, {"n_components": 10}, {"n_components": 20}],
                "mean_test_score": [0.5, 0.75, float("nan")]}
     assert stage_losses(results) == {10: 0.25, 20: float("inf")}
+
+
+def test_the_default_search_learns_lengthscales_and_grows_on_nystroem_features():
+    """No grid: 'ard' bandwidths (one read of a row sample), Nyström features, stages reported, no edge advice."""
+    import warnings
+
+    import numpy as np
+
+    import dxrf
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(1200, 4))
+    X[:, 3] *= 5.0  # an irrelevant column
+    y = np.sin(2 * X[:, 0]) + 0.5 * X[:, 1] + 0.05 * rng.normal(size=1200)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        m = dxrf.RandomFeatureRidgeCV(random_state=0, time_budget=None).fit(X, y)
+    assert not [w for w in said if "n_components" in str(w.message)]
+    assert type(m.features_).__name__ == "NystroemFeatures"
+    ell = m.learned_lengthscales_
+    assert ell.shape == (4,) and ell[3] > 10 * ell[0]
+    assert m.best_params_["bandwidth"] in ("ard*0.7", "ard", "ard*1.4")
+    np.testing.assert_allclose(m.bandwidth_, ell * {"ard*0.7": 0.7, "ard": 1.0, "ard*1.4": 1.4}[m.best_params_["bandwidth"]])
+    stages = m.growth_["stages"]
+    assert stages[0]["n_components"] == [37, 75, 150, 300] and stages[0]["bandwidths"] == 3
+    assert m.n_components_searched_.max() <= 300  # a quarter of the rows
+    assert m.n_passes_ >= 3  # the lengthscales' sample, the landmarks' race, the statistics
+    assert m.score(X, y) > 0.95
+
+
+def test_ard_bandwidths_parse_and_need_the_gaussian_kernel():
+    import numpy as np
+    import pytest as _pytest
+
+    import dxrf
+    from dxrf.search.grid import parse_bandwidth
+
+    spec = parse_bandwidth("ard*0.5")
+    assert (spec.base, spec.factor) == ("ard", 0.5) and parse_bandwidth("2*ard").factor == 2.0
+    np.testing.assert_allclose(spec.resolve(None, np.array([2.0, 4.0])), [1.0, 2.0])
+    with _pytest.raises(ValueError, match="'ard' or 'ard\\*c'"):
+        parse_bandwidth("ard*-1")
+    X = np.random.default_rng(1).normal(size=(300, 2))
+    with _pytest.raises(ValueError, match="'ard' bandwidths learn the lengthscales of a gaussian kernel"):
+        dxrf.RandomFeatureRidgeCV(bandwidths=["ard"], n_components=[20], kernel="laplacian").fit(X, X[:, 0])
