@@ -109,7 +109,7 @@ class _RidgeSolveMixin:
             return coef
         self.__dict__.pop("evidences_", None)
         if grid is not None and evidence:
-            path = evidence_path(train, grid, self.fit_intercept)
+            path = evidence_path(train, grid, self.fit_intercept, rtol=statistics_rtol(self.kernel_.dtype))
             self.alphas_ = grid
             self.evidences_ = path.log_evidence.sum(axis=1)
             self.alpha_ = float(grid[path.best_index])

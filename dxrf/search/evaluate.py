@@ -215,12 +215,14 @@ def validate_grid(
     def path_errors(b: int, f: int, v: int, i: int, train: FeatureStats, valid: FeatureStats | None, idx, sc) -> None:
         sub = train.subset(idx, sc)
         if valid is None:
-            # cv="evidence": no validation rows; the score is the log evidence (summed over outputs)
+            # cv="evidence": no validation rows; the score is the log evidence (summed over outputs).
+            # A penalty whose fit is lost to the statistics' rounding (huge coefficients: the
+            # training MSE's rounding bound, as for validation errors) is never chosen: the
+            # statistics cannot tell its evidence either
             mse[b][f, v, i] = np.nan
-            r2[b][f, v, i] = evidence_path(sub, grid.alphas, fit_intercept).log_evidence.sum(axis=1)
-            if not (train_scores or paths is not None):
-                return
-            path = ridge_path(sub, grid.alphas, fit_intercept=fit_intercept)
+            found = evidence_path(sub, grid.alphas, fit_intercept, rtol=rtol)
+            r2[b][f, v, i] = found.log_evidence.sum(axis=1)
+            path = found.ridge
         else:
             path = ridge_path(sub, grid.alphas, valid.subset(idx, sc), fit_intercept, rtol=rtol)
             mse[b][f, v, i] = path.validation_mse.mean(axis=1)
