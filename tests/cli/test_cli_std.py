@@ -23,7 +23,7 @@ def posterior_model(scheduler, datasets, tmp_path_factory):  # noqa: F811
     return path
 
 
-@pytest.mark.parametrize("suffix", [".zarr", ".csv"])
+@pytest.mark.parametrize("suffix", [".zarr", pytest.param(".csv", marks=pytest.mark.slow)])
 def test_predict_std_writes_the_deviation_beside_the_predictions(scheduler, datasets, posterior_model, tmp_path, suffix):  # noqa: F811
     paths, *_ = datasets
     out = tmp_path / f"pred{suffix}"
@@ -64,6 +64,7 @@ def test_std_needs_a_posterior_and_a_regressor(scheduler, datasets, tmp_path):  
     assert proc.returncode == 2 and "dxrf: error:" in proc.stderr and "--posterior" in proc.stderr
 
 
+@pytest.mark.slow
 def test_fit_searches_by_the_evidence(scheduler, datasets, tmp_path):  # noqa: F811
     paths, *_ = datasets
     path = tmp_path / "ev.model"
