@@ -28,7 +28,12 @@ from dxrf.stats.feature_stats import FeatureStats
 from dxrf.solvers.features_pass import features_pass, fit_feature_map, is_selector
 
 __all__ = ["RandomFeatureModel", "TargetScaleMixin", "is_selector", "linear_predict", "linear_predict_quad",
-           "check_validation"]
+           "check_validation", "is_evidence"]
+
+
+def is_evidence(validation: object) -> bool:
+    """Whether ``validation`` asks for the penalty to be chosen by the evidence (no validation rows)."""
+    return isinstance(validation, str) and validation == "evidence"
 
 
 def check_validation(validation: object, n: int | None = None) -> object:

@@ -11,7 +11,7 @@ from dxrf.core.persistable import MODEL, fitted
 from dxrf.core.validation import check_bool, check_nonnegative, check_parameters, rule
 from dxrf.core.weights import check_sample_weight
 from dxrf.stats.feature_stats import FeatureStats
-from dxrf.learners._base import RandomFeatureModel, TargetScaleMixin, linear_predict, linear_predict_quad
+from dxrf.learners._base import RandomFeatureModel, TargetScaleMixin, is_evidence, linear_predict, linear_predict_quad
 from dxrf.solvers.evidence import evidence_path, posterior, predictive_variance
 from dxrf.solvers.landmark_solve import LandmarkStats, solve_landmark_ridge
 from dxrf.learners.partial import PartialFitMixin
@@ -52,11 +52,6 @@ RIDGE_RULES = {
 
 #: a ridge regressor's own parameters beyond RIDGE_RULES
 REGRESSOR_RULES = {**RIDGE_RULES, "store_posterior": rule(check_bool)}
-
-
-def is_evidence(validation: object) -> bool:
-    """Whether ``validation`` asks for the penalty to be chosen by the evidence (no validation rows)."""
-    return isinstance(validation, str) and validation == "evidence"
 
 
 def check_alphas(alpha: object, alphas: object) -> np.ndarray | None:
@@ -388,7 +383,8 @@ class RandomFeatureRidge(PartialFitMixin, _RidgeRegressor):
         and adds its statistics to ``stats_``; the coefficients are solved
         with ``alpha`` (there is no validation split: ``validation`` is not
         used, and ``alphas`` is refused unless a ``fit`` already chose
-        ``alpha_`` from it, which is then kept). After calls on any partition of the rows
+        ``alpha_`` from it, which is then kept, or ``validation="evidence"``,
+        which chooses from the running statistics at every call). After calls on any partition of the rows
         the model equals ``fit`` on all of them, up to rounding. A ``fit``
         starts over; ``partial_fit`` after a ``fit`` keeps the fitted
         features but starts the statistics from its batch (``fit`` keeps no
@@ -419,8 +415,9 @@ class RandomFeatureRidge(PartialFitMixin, _RidgeRegressor):
             w = check_sample_weight(sample_weight, int(X.shape[0]))
         coef = self._partial_update(X, y, first, w)
         self._set_regression_coef(coef, y.ndim == 1)
-        self.__dict__.pop("evidences_", None)
         self._store_bayes(self.stats_, coef, mse_from_stats(self.stats_, coef, np.atleast_1d(self.intercept_)), y.ndim == 1)
+        if "evidences_" in self.__dict__ and "log_evidence_" not in self.__dict__:
+            self.log_evidence_ = float(self.evidences_[list(self.alphas_).index(self.alpha_)])
         return self
 
     def _check_params(self) -> np.ndarray | None:

@@ -105,8 +105,8 @@ def _dof(stats: FeatureStats, fit_intercept: bool) -> float:
     nu = float(stats.n) - (1.0 if fit_intercept else 0.0)
     if nu <= 0:
         raise ValueError(
-            f"the evidence needs a total sample weight above {1 if fit_intercept else 0} "
-            f"(the intercept takes one row), got {stats.n}"
+            f"the evidence needs more than {'one sample' if fit_intercept else 'zero samples'} (a total sample "
+            f"weight above {1 if fit_intercept else 0}; the intercept takes one), got n_samples={stats.n}"
         )
     return nu
 

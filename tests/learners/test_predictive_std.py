@@ -94,6 +94,18 @@ def test_partial_fit_gives_the_fit_posterior(data):
     assert np.allclose(part.predict(X[:30], return_std=True)[1], full.predict(X[:30], return_std=True)[1], rtol=1e-9)
 
 
+def test_partial_fit_chooses_by_the_evidence_as_fit(data):
+    X, Y, _ = data
+    kw = dict(alphas=np.logspace(-8, 0, 9), validation="evidence")
+    full = dxrf.RandomFeatureRidge(fourier(), **kw).fit(X, Y)
+    part = dxrf.RandomFeatureRidge(fourier().fit(X), **kw)
+    for rows in np.array_split(np.arange(len(X)), 3):
+        part.partial_fit(X[rows], Y[rows])
+    # the statistics summed in another order: about 1e-10 relative, amplified at the smallest alpha
+    assert part.alpha_ == full.alpha_ and np.allclose(part.evidences_, full.evidences_, rtol=1e-9, atol=1e-6)
+    assert np.isclose(part.log_evidence_, full.log_evidence_, rtol=1e-9, atol=1e-6)
+
+
 def test_evidence_choice_of_alpha(data):
     X, Y, w = data
     alphas = np.logspace(-8, 0, 9)
