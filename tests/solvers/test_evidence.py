@@ -135,3 +135,25 @@ def test_bad_input(call, match):
     Z, Y, _ = problem(7)
     with pytest.raises(ValueError, match=match):
         call(stats_of(Z, Y))
+
+
+def test_equals_scikit_learn_bayesian_ridge_at_fixed_hyperparameters():
+    """BayesianRidge's log marginal likelihood (scores_[0]: at alpha_init, lambda_init, no hyperpriors).
+
+    scikit-learn centres X and y and treats the centred rows as N independent ones; dxrf
+    integrates the intercept out (N - 1 rows, and the -1/2 log W of the flat prior), so the
+    two differ by exactly -1/2 log(2 pi sigma^2) + 1/2 log N.
+    """
+    from sklearn.linear_model import BayesianRidge
+
+    Z, Y, _ = problem(8, n=80, m=6, k=1)
+    y = Y[:, 0]
+    noise_precision, weight_precision = 1 / 0.09, 2.0
+    br = BayesianRidge(max_iter=1, compute_score=True, alpha_init=noise_precision, lambda_init=weight_precision,
+                       alpha_1=0, alpha_2=0, lambda_1=0, lambda_2=0, tol=1e-300).fit(Z, y)
+    n = len(y)
+    # theta ~ N(0, 1/lambda_init) = N(0, sigma^2 / (alpha W)): alpha = lambda_init sigma^2 / W
+    alpha = weight_precision / noise_precision / n
+    ours = evidence_path(stats_of(Z, Y), [alpha], noise=1 / noise_precision).log_evidence[0, 0]
+    want = br.scores_[0] + 0.5 * np.log(2 * np.pi / noise_precision) - 0.5 * np.log(n)
+    assert abs(ours - want) < 1e-10 * abs(want)
