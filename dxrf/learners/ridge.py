@@ -150,6 +150,22 @@ class _RidgeRegressor(_RidgeSolveMixin, TargetScaleMixin, RegressorMixin, Random
         tags.target_tags.multi_output = True
         return tags
 
+    def _check_loaded(self) -> None:
+        """Also the posterior's shapes against the features and outputs (:func:`dxrf.load`)."""
+        super()._check_loaded()
+        m = self.kernel_.n_components
+        k = np.size(self.intercept_)
+        noise = getattr(self, "noise_", None)
+        if noise is not None and (np.size(noise) != k or np.any(np.asarray(noise) <= 0)):
+            raise ModelFormatError(f"noise_ must hold {k} positive variance(s), got {noise!r}")
+        factor = getattr(self, "posterior_factor_", None)
+        center, w = getattr(self, "posterior_center_", None), getattr(self, "sum_weight_", None)
+        if (factor is None) != (center is None) or (factor is None) != (w is None) or (factor is not None and noise is None):
+            raise ModelFormatError("posterior_factor_, posterior_center_, sum_weight_ and noise_ are stored together")
+        if factor is not None and (np.shape(factor) != (m, m) or np.shape(center) != (m,) or not w > 0):
+            raise ModelFormatError(f"the posterior has shapes {np.shape(factor)} and {np.shape(center)} (sum_weight_ "
+                                   f"{w}); {m} features need ({m}, {m}), ({m},) and a positive weight")
+
     def _store_bayes(self, stats: FeatureStats | LandmarkStats, coef: np.ndarray, mse: np.ndarray, one_d: bool) -> None:
         """``noise_`` (and with ``store_posterior`` the posterior) of the solution ``coef`` (M, k) on ``stats``.
 

@@ -10,6 +10,7 @@ import pytest
 import zarr
 
 import dxrf
+from dxrf.core.errors import ModelFormatError
 from dxrf.solvers.evidence import evidence_path
 
 
@@ -174,6 +175,13 @@ def test_saved_model_keeps_the_posterior(data, tmp_path):
     back = dxrf.load(tmp_path / "m.zarr")
     assert np.array_equal(back.predict(X, return_std=True)[1], m.predict(X, return_std=True)[1])
     assert back.noise_ == m.noise_ and back.log_evidence_ == m.log_evidence_
+    # a posterior that does not fit the features is refused by the load's consistency check
+    back.posterior_factor_ = back.posterior_factor_[:-1]
+    with pytest.raises(ModelFormatError, match="posterior"):
+        back._check_loaded()
+    del back.posterior_factor_
+    with pytest.raises(ModelFormatError, match="together"):
+        back._check_loaded()
 
 
 def test_bad_input(data):
