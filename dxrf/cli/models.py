@@ -88,7 +88,9 @@ def _select_list(text: str) -> list[str]:
     return values
 
 
-def _cv(text: str) -> int | float:
+def _cv(text: str) -> int | float | str:
+    if text == "evidence":
+        return text
     try:
         return int(text)
     except ValueError:
@@ -96,7 +98,7 @@ def _cv(text: str) -> int | float:
     try:
         return float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--cv takes an integer k >= 2 or a fraction in (0, 1), got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"--cv takes an integer k >= 2, a fraction in (0, 1) or 'evidence', got {text!r}") from None
 
 
 def _one(args: argparse.Namespace, name: str, default: object) -> object:
@@ -165,7 +167,7 @@ def build_search(args: argparse.Namespace, classification: bool) -> object:
         return dxrf.RandomFeatureClassifierCV(
             loss=args.model if args.model in ("logistic", "multinomial") else "squared", scoring="accuracy", **common
         )
-    return dxrf.RandomFeatureRidgeCV(**common)
+    return dxrf.RandomFeatureRidgeCV(store_posterior=args.posterior, **common)
 
 
 def build_features(args: argparse.Namespace) -> object:
@@ -204,6 +206,9 @@ def build_features(args: argparse.Namespace) -> object:
 def build_model(args: argparse.Namespace, classification: bool) -> object:
     import dxrf
 
+    if args.posterior and (classification or args.model != "ridge"):
+        raise ValueError("--posterior keeps the posterior of a ridge regression (a numeric target with --model ridge): "
+                         "a classifier has no predictive standard deviation")
     if is_search(args):
         if args.features == "nystroem":
             raise ValueError("--features nystroem is for a plain fit (one --n-components, no --cv)")
@@ -212,9 +217,11 @@ def build_model(args: argparse.Namespace, classification: bool) -> object:
     alphas = args.alphas
     alpha = 1e-3 if args.alpha is None else args.alpha
     if args.model == "ridge":
-        cls = dxrf.RandomFeatureClassifier if classification else dxrf.RandomFeatureRidge
-        return cls(features, alpha=alpha, alphas=alphas, validation=args.validation, random_state=args.seed,
-                   solver=args.solver)
+        if classification:
+            return dxrf.RandomFeatureClassifier(features, alpha=alpha, alphas=alphas, validation=args.validation,
+                                                random_state=args.seed, solver=args.solver)
+        return dxrf.RandomFeatureRidge(features, alpha=alpha, alphas=alphas, validation=args.validation,
+                                       store_posterior=args.posterior, random_state=args.seed, solver=args.solver)
     if args.model in ("logistic", "multinomial"):
         if not classification:
             raise ValueError(f"--model {args.model} needs a classification target (the data's y has no classes)")
@@ -367,14 +374,20 @@ def _print_search(model: object, X: da.Array, elapsed: float, out: str, classifi
 
     res = model.cv_results_
     what = "accuracy" if classification else "R^2"
+    evidence = isinstance(model.cv, str) and model.cv == "evidence"
     folds = f"{model.n_splits_}-fold" if model.n_splits_ > 1 else "hold-out"
-    print(f"search:       {len(res['params'])} configurations, {folds} validation, scored by {what}")
-    print(format_table(res, top=20, score="acc" if classification else "R^2"))
+    if evidence:
+        print(f"search:       {len(res['params'])} configurations on all rows, scored by the log evidence")
+    else:
+        print(f"search:       {len(res['params'])} configurations, {folds} validation, scored by {what}")
+    print(format_table(res, top=20, score="acc" if classification else "log-ev" if evidence else "R^2"))
     p = model.best_params_
     chosen = ", ".join(f"{k}={v}" for k, v in p.items())
     print(f"chosen:       {chosen} (bandwidth {format_bandwidth(model.bandwidth_)})")
     mse = res["mean_validation_mse"][model.best_index_]
-    if classification:
+    if evidence:
+        print(f"evidence:     log marginal likelihood {model.best_score_:.6g}, noise variance {np.mean(model.noise_):.6g}")
+    elif classification:
         print(f"validation:   accuracy {model.best_score_:.6f}, MSE of the +-1 class columns {mse:.6g}")
     else:
         print(f"validation:   R^2 {model.best_score_:.6f}, MSE {mse:.6g}")
@@ -418,19 +431,29 @@ def cmd_predict(args: argparse.Namespace) -> int:
     model, metadata = dxrf.load(args.model, with_metadata=True, storage_options=storage_options(args))
     data, X = _open(args.data, metadata, storage_options(args))
     _check_columns(data, metadata, args.data)
-    pred = model.predict(X)
-    attrs = {"model": resolve(args.model).url, "source": resolve(args.data).url}
     classes = metadata.get("classes")
+    std = None
+    if args.std:
+        if classes is not None or getattr(model, "posterior_factor_", None) is None:
+            what = "a classifier" if classes is not None else f"a {type(model).__name__} fitted without --posterior"
+            raise ValueError(f"--std: {args.model} is {what}; a standard deviation needs a ridge regression "
+                             "fitted with `dxrf fit ... --posterior` (store_posterior=True)")
+        if _old_y_scale(model, metadata) is not None:
+            raise ValueError(f"--std: {args.model} was saved before models kept their target scaling; fit it again")
+        pred, std = model.predict(X, return_std=True)  # one map over the rows computes both
+    else:
+        pred = model.predict(X)
+    attrs = {"model": resolve(args.model).url, "source": resolve(args.data).url}
     if classes is not None:
         pred = pred.astype(np.int32)
     else:
         pred = unscale(pred, _old_y_scale(model, metadata))
     try:
-        n = write_predictions(pred, args.out, classes=classes, attrs=attrs, overwrite=args.overwrite,
+        n = write_predictions(pred, args.out, std=std, classes=classes, attrs=attrs, overwrite=args.overwrite,
                               progress=get_options().progress, storage_options=storage_options(args))
     except Exception as exc:
         raise _cli_overwrite(exc, args.out) from None
-    print(f"wrote {n} predictions to {args.out}")
+    print(f"wrote {n} predictions{' and standard deviations' if std is not None else ''} to {args.out}")
     return 0
 
 
@@ -516,6 +539,9 @@ def add_model_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
                    help="fit on a numeric y scaled into [-1, 1] (the model keeps the map: predictions are in y's units)")
     p.add_argument("--dtype", choices=["float32", "float64"], default=None,
                    help="dtype of the features (default: float32; a default search: float64 for Nystroem features)")
+    p.add_argument("--posterior", action="store_true",
+                   help="keep the ridge posterior (M x M float64 in the model) so `dxrf predict --std` can give the "
+                        "predictive standard deviation")
     p.add_argument("--seed", type=int, default=0, help="random seed of the features and splits")
     p.add_argument("--out", required=True, help="model path (a zarr group)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing model at --out")
@@ -529,6 +555,9 @@ def add_model_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
                    help="predictions: P.zarr (array y_pred), P.csv or P.parquet (column 'prediction': the value, "
                         "or the class label)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing OUT")
+    p.add_argument("--std", action="store_true",
+                   help="also the posterior predictive standard deviation (a model fitted with --posterior): array "
+                        "y_std beside y_pred, or column 'std' (std_0, std_1, ...) beside the predictions")
     p.set_defaults(func=client_runner(cmd_predict), precheck=_check_predictions_out)
 
     p = sub.add_parser("evaluate", help="print a saved model's metrics on a dxrf zarr group", parents=[common])

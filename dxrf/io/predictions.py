@@ -7,7 +7,9 @@ computed and stored by a worker. CSV and Parquet files get one column
 ``prediction_1``, ... for several outputs; their blocks are computed on the
 cluster a few at a time and appended in order by the client, so it never
 holds more than a window of blocks. Every file is written under a temporary
-name and renamed into place when complete.
+name and renamed into place when complete. Predictive standard deviations
+(``std=``) go beside them: the array ``y_std`` of the same shape, or the
+columns ``std`` (``std_0``, ``std_1``, ...), computed in the same tasks.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import dask
 import dask.array as da
 import numpy as np
 import pandas as pd
@@ -48,10 +51,10 @@ def prediction_format(dest: str | os.PathLike) -> str:
     return PREDICTION_FORMATS[suffix]
 
 
-def _column_names(pred: da.Array) -> list[str]:
+def _column_names(pred: da.Array, base: str = "prediction") -> list[str]:
     if pred.ndim == 1:
-        return ["prediction"]
-    return [f"prediction_{j}" for j in range(pred.shape[1])]
+        return [base]
+    return [f"{base}_{j}" for j in range(pred.shape[1])]
 
 
 @contextlib.contextmanager
@@ -79,8 +82,11 @@ def _atomic_file(dest: str | os.PathLike, overwrite: bool) -> Iterator[Path]:
         raise
 
 
-def _frames(pred: da.Array, classes: Sequence[Any] | None) -> Iterator[pd.DataFrame]:
+def _frames(pred: da.Array, classes: Sequence[Any] | None, std: da.Array | None = None) -> Iterator[pd.DataFrame]:
     names = _column_names(pred)
+    if std is not None:  # one array: each block's predictions and deviations come from one task
+        names += _column_names(std, "std")
+        pred = da.concatenate([pred.reshape(pred.shape[0], -1), std.reshape(std.shape[0], -1)], axis=1)
     if pred.ndim == 2 and len(pred.chunks[1]) > 1:
         pred = pred.rechunk({1: -1})
     labels = None if classes is None else np.asarray(list(classes))
@@ -95,6 +101,7 @@ def write_predictions(
     pred: da.Array,
     dest: str | os.PathLike,
     *,
+    std: da.Array | None = None,
     classes: Sequence[Any] | None = None,
     attrs: Mapping[str, Any] | None = None,
     overwrite: bool = False,
@@ -109,6 +116,9 @@ def write_predictions(
         Predictions; for a classifier the int class codes into ``classes``.
     dest : path
         The suffix chooses the format (see :data:`PREDICTION_FORMATS`).
+    std : dask.array.Array of pred's shape, optional
+        Predictive standard deviations: the array ``y_std`` of a zarr group,
+        or the columns ``std`` (``std_0``, ...) after the predictions.
     classes : sequence, optional
         Class labels in code order: stored as the attribute ``classes`` of a
         zarr group; CSV and Parquet files get the labels themselves.
@@ -134,6 +144,9 @@ def write_predictions(
         raise TypeError(f"pred must be a dask array, got {type(pred).__name__}")
     if pred.ndim not in (1, 2):
         raise ValueError(f"pred must be 1- or 2-dimensional, got shape {pred.shape}")
+    if std is not None and (not isinstance(std, da.Array) or std.shape != pred.shape or classes is not None):
+        raise ValueError(f"std must be a dask array of the predictions' shape {pred.shape} (regression only), "
+                         f"got {getattr(std, 'shape', type(std).__name__)}")
     fmt = prediction_format(dest)
     if fmt == "zarr":
         with atomic_group(dest, overwrite, kind="predictions", storage_options=storage_options) as tmp:
@@ -143,11 +156,20 @@ def write_predictions(
             fill = np.nan if pred.dtype.kind == "f" else -1
             arr = root.create_array("y_pred", shape=shape, chunks=chunks, dtype=pred.dtype, fill_value=fill,
                                     **array_options(default_compressor()))
+            sources, targets = [pred.rechunk((chunks[0],) + shape[1:])], [arr]
+            if std is not None:
+                targets.append(root.create_array("y_std", shape=shape, chunks=chunks, dtype=std.dtype, fill_value=np.nan,
+                                                 **array_options(default_compressor())))
+                sources.append(std.rechunk((chunks[0],) + shape[1:]))
             # chunk by chunk: each block is computed and stored on a worker, never gathered
-            stored = da.store(pred.rechunk((chunks[0],) + shape[1:]), arr, lock=False, compute=False)
+            stored = da.store(sources, targets, lock=False, compute=False)
+            if isinstance(stored, (list, tuple)):  # one value per source: join them into one computation
+                stored = dask.delayed(_stored)(*stored)
             compute(stored, progress=progress)
             meta = {"dxrf_format": DXRF_FORMAT, KIND_ATTR: "predictions", "content": "predictions", "columns": _column_names(pred),
                     "n_rows": int(shape[0]), "arrays": {"y_pred": describe(arr)}}
+            if std is not None:
+                meta["arrays"]["y_std"] = describe(targets[1])
             if classes is not None:
                 meta["classes"] = list(classes)
             root.attrs.update({**dict(attrs or {}), **meta})
@@ -160,11 +182,15 @@ def write_predictions(
             # a temporary object, closed (uploaded) before atomic_object copies it onto dest
             tmp = stack.enter_context(atomic_object(loc, overwrite))
             out = stack.enter_context(tmp.fs.open(tmp.path, "wb"))
-        _write_file(pred, classes, fmt, out)
+        _write_file(pred, classes, fmt, out, std)
     return int(pred.shape[0])
 
 
-def _write_file(pred: da.Array, classes: Sequence[Any] | None, fmt: str, out: Any) -> None:
+def _stored(*_: object) -> None:
+    """Joins the stores of several arrays into one value to compute."""
+
+
+def _write_file(pred: da.Array, classes: Sequence[Any] | None, fmt: str, out: Any, std: da.Array | None = None) -> None:
     """Write CSV or Parquet block by block to ``out``: a local path or an open binary file."""
     if fmt == "csv":
         with contextlib.ExitStack() as stack:
@@ -173,7 +199,7 @@ def _write_file(pred: da.Array, classes: Sequence[Any] | None, fmt: str, out: An
             else:
                 fh = io.TextIOWrapper(out, newline="", write_through=True)
                 stack.callback(fh.detach)  # the caller closes the object (which uploads it)
-            for i, frame in enumerate(_frames(pred, classes)):
+            for i, frame in enumerate(_frames(pred, classes, std)):
                 frame.to_csv(fh, header=i == 0, index=False)
         return
     import pyarrow as pa
@@ -181,7 +207,7 @@ def _write_file(pred: da.Array, classes: Sequence[Any] | None, fmt: str, out: An
 
     writer = None
     try:
-        for frame in _frames(pred, classes):
+        for frame in _frames(pred, classes, std):
             table = pa.Table.from_pandas(frame, preserve_index=False)
             if writer is None:
                 writer = pq.ParquetWriter(str(out) if isinstance(out, Path) else out, table.schema)

@@ -27,7 +27,13 @@ from dxrf.features.maps import RandomFourierFeatures
 from dxrf.stats.feature_stats import FeatureStats
 from dxrf.solvers.features_pass import features_pass, fit_feature_map, is_selector
 
-__all__ = ["RandomFeatureModel", "TargetScaleMixin", "is_selector", "linear_predict", "check_validation"]
+__all__ = ["RandomFeatureModel", "TargetScaleMixin", "is_selector", "linear_predict", "linear_predict_quad",
+           "check_validation", "is_evidence"]
+
+
+def is_evidence(validation: object) -> bool:
+    """Whether ``validation`` asks for the penalty to be chosen by the evidence (no validation rows)."""
+    return isinstance(validation, str) and validation == "evidence"
 
 
 def check_validation(validation: object, n: int | None = None) -> object:
@@ -70,6 +76,46 @@ def linear_predict(X: np.ndarray | da.Array, kernel: FeatureKernel, coef: np.nda
         return out.astype(np.float64, copy=False)
     return map_rows(X, _predict_block, (kernel, coef, intercept), coef.shape[1], np.float64,
                     n_features=kernel.n_features_in, name="dxrf-predict", work=kernel.n_components)
+
+
+def _predict_quad_block(
+    X: np.ndarray, kernel: FeatureKernel, coef: np.ndarray, intercept: np.ndarray, factor: np.ndarray, offset: np.ndarray
+) -> np.ndarray:
+    # the scores and |(z - center) F|^2 from one feature block: neither Z nor Z F leaves the task
+    Z = kernel.rowwise(X).astype(np.float64, copy=False)
+    V = Z @ factor
+    V -= offset
+    return np.column_stack([Z @ coef + intercept, np.einsum("ij,ij->i", V, V)])
+
+
+def linear_predict_quad(
+    X: np.ndarray | da.Array, kernel: FeatureKernel, coef: np.ndarray, intercept: np.ndarray,
+    factor: np.ndarray, center: np.ndarray,
+):
+    """``(z(X) @ coef + intercept, |(z(X) - center) @ factor|^2)`` in one map over the rows.
+
+    Shapes ``(n, k)`` and ``(n,)``, float64; lazy for dask (one task per row
+    chunk computes both; only ``k + 1`` columns per row leave it). A Nyström
+    whitening ``T`` is folded into ``coef`` and ``factor`` as in
+    :func:`linear_predict`.
+    """
+    coef = np.asarray(coef, dtype=np.float64)
+    factor = np.asarray(factor, dtype=np.float64)
+    offset = np.asarray(center, dtype=np.float64) @ factor  # (z - c) F = z F - c F
+    intercept = np.asarray(intercept, dtype=np.float64)
+    T = kernel.transform_matrix
+    if T is not None:
+        coef, factor = T @ coef, T @ factor
+        kernel = dataclasses.replace(kernel, whitening=None, scale=np.ones(kernel.n_base))
+    k = coef.shape[1]
+    shared = (kernel, coef, intercept, factor, offset)
+    work = kernel.n_components + factor.shape[1]
+    if not is_dask(X):
+        out = map_rows(np.asarray(X), _predict_quad_block, shared, k + 1, np.float64, work=work)
+    else:
+        out = map_rows(X, _predict_quad_block, shared, k + 1, np.float64, n_features=kernel.n_features_in,
+                       name="dxrf-predict-std", work=work)
+    return out[:, :k], out[:, k]
 
 
 class TargetScaleMixin:

@@ -99,8 +99,15 @@ class _RidgeClassifier(_RidgeSolveMixin, ClassifierMixin, RandomFeatureModel):
         scores = linear_predict(X, self.kernel_, self.coef_.T, self.intercept_)
         return scores[:, 0] if self.coef_.shape[0] == 1 else scores
 
-    def predict(self, X: np.ndarray | da.Array) -> np.ndarray | da.Array:
-        """Class labels (lazy for dask input)."""
+    def predict(self, X: np.ndarray | da.Array, return_std: bool = False) -> np.ndarray | da.Array:
+        """Class labels (lazy for dask input).
+
+        ``return_std=True`` is refused with a ``TypeError``: a predictive
+        standard deviation is the ridge regressors' (labels have none).
+        """
+        if return_std:
+            raise TypeError(f"{type(self).__name__}.predict does not take return_std=True: a predictive standard "
+                            "deviation is for the ridge regressors (RandomFeatureRidge, RandomFeatureRidgeCV)")
         scores = self.decision_function(X)
         classes = self.classes_
         if is_dask(scores):

@@ -21,7 +21,7 @@ from dxrf.kernels.kernel import FeatureKernel
 from dxrf.features.maps import fit_map
 from dxrf.stats.feature_stats import FeatureStats
 from dxrf.stats.accumulation import accumulate
-from dxrf.learners._base import is_selector
+from dxrf.learners._base import is_evidence, is_selector
 
 __all__ = ["PartialFitMixin", "partial_features"]
 
@@ -107,7 +107,7 @@ class PartialFitMixin:
 
     def _partial_check(self) -> None:
         self._check_params()
-        if self.alphas is not None and not hasattr(self, "alpha_"):
+        if self.alphas is not None and not hasattr(self, "alpha_") and not is_evidence(getattr(self, "validation", None)):
             raise ValueError(
                 "partial_fit has no validation rows to choose a penalty from alphas; "
                 "set alphas=None and give alpha=, or use fit (which validates the whole grid in one pass)"
@@ -150,7 +150,8 @@ class PartialFitMixin:
         With ``alphas`` (allowed only after a ``fit``) the penalty is the
         ``alpha_`` that ``fit`` chose. ``sample_weight`` (checked) weighs the batch's rows.
         """
-        from dxrf.solvers.ridge_path import mse_from_stats, solve_ridge
+        from dxrf.solvers.evidence import evidence_path
+        from dxrf.solvers.ridge_path import check_alpha_grid, mse_from_stats, solve_ridge, statistics_rtol
 
         kernel = self._partial_kernel(X, sample_weight, T) if first else self.kernel_
         batch = accumulate(X, T, kernel, sample_weight=sample_weight)
@@ -158,10 +159,17 @@ class PartialFitMixin:
             raise ValueError(f"y has {batch.n_targets} output(s), but earlier partial_fit calls had {self.stats_.n_targets}")
         self.stats_ = batch if first else self.stats_ + batch
         self.n_passes_ += 1
-        for name in ("alphas_", "validation_errors_"):  # from an earlier fit with a grid
+        for name in ("alphas_", "validation_errors_", "evidences_"):  # from an earlier fit with a grid
             self.__dict__.pop(name, None)
-        # with alphas, the penalty an earlier fit chose on its validation rows
-        self.alpha_ = float(self.alpha) if self.alphas is None else float(self.alpha_)
+        if self.alphas is not None and is_evidence(getattr(self, "validation", None)):
+            # validation="evidence" needs no validation rows: the grid's best on the running statistics
+            grid = check_alpha_grid(self.alphas)
+            path = evidence_path(self.stats_, grid, self.fit_intercept, rtol=statistics_rtol(kernel.dtype))
+            self.alphas_, self.evidences_ = grid, path.log_evidence.sum(axis=1)
+            self.alpha_ = float(grid[path.best_index])
+        else:
+            # with alphas, the penalty an earlier fit chose on its validation rows
+            self.alpha_ = float(self.alpha) if self.alphas is None else float(self.alpha_)
         coef, intercept = solve_ridge(self.stats_, self.alpha_, self.fit_intercept)
         self.train_mse_ = float(mse_from_stats(self.stats_, coef, intercept).mean())
         self._intercept = intercept

@@ -35,6 +35,7 @@ from dxrf.search.growth import GrowthBudget
 from dxrf.search.staged import search
 from dxrf.search.grid import SearchGrid
 from dxrf.search.refit import ridge_refit
+from dxrf.solvers.ridge_path import mse_from_stats
 from dxrf.search.scoring import label_codes, stacked_models
 from dxrf.search.settings import (
     BANDWIDTH_CHOICES,
@@ -261,9 +262,25 @@ class RandomFeatureRidgeCV(_SearchCV, _RidgeRegressor):
     (bandwidth, M) whitens every fold's statistics).
 
     Parameters
-    ----------{_SEARCH_PARAMETERS}
+    ----------{_SEARCH_PARAMETERS}    store_posterior : bool, default=False
+        Keep the coefficients' posterior (``posterior_factor_``, an ``M x M``
+        float64 matrix: 128 MB at M = 4000, saved with the model) so that
+        ``predict(X, return_std=True)`` gives the predictive standard
+        deviation. Needs a positive ``alpha``. Without it the model stays
+        small and ``return_std`` is refused.
+
     Attributes
-    ----------{_SEARCH_ATTRIBUTES}
+    ----------{_SEARCH_ATTRIBUTES}    noise_ : float or ndarray of shape (k,)
+        The noise variance ``sigma^2`` per output that maximises the evidence
+        at ``alpha_``: ``W (MSE + alpha_ |theta|^2) / (W - 1)`` on all rows.
+    log_evidence_ : float
+        With ``store_posterior`` or an evidence choice: the log marginal
+        likelihood at ``alpha_`` and ``noise_``, summed over outputs.
+    posterior_factor_, posterior_center_, sum_weight_ : ndarray, ndarray, float
+        With ``store_posterior``: ``F``, the features' weighted mean ``c`` and
+        ``W``; the predictive variance of a row is ``noise_ (1 + 1/W +
+        |(z - c) F|^2)`` (DESIGN, "Evidence and predictive uncertainty").
+
     Examples
     --------
     >>> import numpy as np, dxrf
@@ -299,9 +316,12 @@ class RandomFeatureRidgeCV(_SearchCV, _RidgeRegressor):
         keep_models: bool = False,
         max_components: int = 8000,
         time_budget: float | None = 300.0,
+        store_posterior: bool = False,
         random_state: object = None,
     ) -> None:
         store_parameters(self, locals())
+
+    _param_rules = {**SEARCH_RULES, "store_posterior": rule(check_bool)}
 
     def fit(self, X: np.ndarray | da.Array, y: np.ndarray | da.Array, sample_weight: object = None) -> RandomFeatureRidgeCV:
         """Search and refit, in one pass over X (one more for a median bandwidth, and for Nyström landmarks).
@@ -323,7 +343,12 @@ class RandomFeatureRidgeCV(_SearchCV, _RidgeRegressor):
         X, y, w = self._regression_targets(X, y, sample_weight)
         settings = self._settings(int(X.shape[0]))
         stats = self._search(X, y, settings, None, w)
-        self._set_regression_coef(self._ridge_refit(stats), y.ndim == 1)
+        coef = self._ridge_refit(stats)
+        self._set_regression_coef(coef, y.ndim == 1)
+        self.__dict__.pop("evidences_", None)
+        self._store_bayes(stats, coef, mse_from_stats(stats, coef, self._intercept), y.ndim == 1)
+        if isinstance(self.cv, str) and "log_evidence_" not in self.__dict__:  # cv="evidence": the chosen score
+            self.log_evidence_ = self.best_score_
         return self
 
 

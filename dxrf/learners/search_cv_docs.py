@@ -104,6 +104,13 @@ _SEARCH_PARAMETERS = """
         sets must partition the rows and each train set must be the
         complement of its test set (KFold, GroupKFold, LeaveOneGroupOut,
         StratifiedKFold; not ShuffleSplit or TimeSeriesSplit); at least 2.
+        ``"evidence"``: no validation rows; every row trains, and each
+        configuration's score is the log marginal likelihood (evidence) of
+        the Bayesian linear model on its features, from the statistics
+        (summed over outputs; the noise at its maximiser; DESIGN, "Evidence
+        and predictive uncertainty"). ``cv_results_`` then holds it as
+        ``mean_test_score`` and ``mean_test_evidence`` (the validation MSE is
+        NaN); only ``bandwidth_choice="joint"`` and ``scoring="r2"``.
     cv_seed : int, default=0
         Seed of the hashed folds or hold-out.
     fit_intercept : bool, default=True

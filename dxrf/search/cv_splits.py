@@ -18,7 +18,8 @@ from dxrf.core.validation import ParameterTypeError, check_fraction, check_int, 
 
 __all__ = ["check_cv", "split_labels"]
 
-_WHAT = "an integer k >= 2, a fraction in (0, 1), a boolean mask, a list of (train, test) index pairs or a CV splitter"
+_WHAT = ("an integer k >= 2, a fraction in (0, 1), a boolean mask, a list of (train, test) index pairs, a CV splitter "
+         "or 'evidence'")
 
 
 def check_cv(cv: object, X: object, y: object = None) -> tuple[str, object]:
@@ -40,11 +41,14 @@ def check_cv(cv: object, X: object, y: object = None) -> tuple[str, object]:
 
     Returns
     -------
-    kind : {"kfold", "fraction", "mask"}
-    value : int, ndarray of int, float or bool array
-        For splits, each row's fold (the split whose test set holds it).
+    kind : {"kfold", "fraction", "mask", "evidence"}
+    value : int, ndarray of int, float, bool array or None
+        For splits, each row's fold (the split whose test set holds it);
+        None for ``cv="evidence"`` (every row trains; no validation rows).
     """
     n_rows = int(X.shape[0])
+    if isinstance(cv, str) and cv == "evidence":
+        return "evidence", None
     if is_integer(cv):
         k = check_int(cv, "cv", low=2, what=_WHAT)
         if k > n_rows >= 2:  # (fewer than 2 rows are refused by the data checks, in scikit-learn's words)

@@ -59,7 +59,7 @@ class SearchOutcome:
 
 @dataclasses.dataclass
 class _Plan:
-    kind: str  # "kfold" or "holdout"
+    kind: str  # "kfold", "holdout" or "evidence" (one group: every row)
     cv: object  # the checked cv: a number of folds, fold labels, or a hold-out fraction or mask
     n_folds: int
     plain_first: bool
@@ -84,10 +84,13 @@ class _Reader:
         self.passes, self.seconds = 0, 0.0
 
     def __call__(self, kernels: list) -> list:
-        split = {"folds": self.plan.cv} if self.plan.kind == "kfold" else {"split": self.plan.cv}
+        kind = self.plan.kind
+        split = {"folds": self.plan.cv} if kind == "kfold" else {} if kind == "evidence" else {"split": self.plan.cv}
         start = time.perf_counter()
         with checked_pass():  # refused by _plan, before any feature was drawn
             out = accumulate(self.X, self.T, kernels, split_seed=self.s.cv_seed, sample_weight=self.w, **split)
+        if kind == "evidence":  # one row group per map: every row trains
+            out = [(g,) for g in out]
         self.passes += 1
         self.seconds += time.perf_counter() - start
         _check_rows(out[0], self.plan.kind, self.s.cv, self.X.shape[0])
@@ -96,7 +99,10 @@ class _Reader:
 
 def _check_rows(groups: tuple[FeatureStats, ...], kind: str, cv: object, n_rows: int) -> None:
     plural = "s" if n_rows != 1 else ""
-    if kind == "kfold":
+    if kind == "evidence":
+        if groups[0].n <= 1:
+            raise ValueError(f"cv='evidence' needs a total sample weight above 1, got {groups[0].n} ({n_rows} sample{plural})")
+    elif kind == "kfold":
         empty = [j for j, g in enumerate(groups) if g.n == 0]
         if empty and not is_integer(cv):  # given splits: every test set holds rows, so they weigh 0
             raise ValueError(f"cv split {empty[0]}: its test rows have a total sample_weight of 0")
@@ -122,7 +128,12 @@ def _plan(s: SearchSettings, X: object, T: object, classes: np.ndarray | None) -
     # a splitter sees y as given to fit: the class labels, not the +-1 columns
     given_y = T if classes is None or is_dask(T) else classes[class_codes(T)]
     kind, cv = check_cv(s.cv, X, given_y)
-    n_folds = (cv if is_integer(cv) else int(cv.max()) + 1) if kind == "kfold" else 2
+    n_folds = (cv if is_integer(cv) else int(cv.max()) + 1) if kind == "kfold" else 1 if kind == "evidence" else 2
+    if kind == "evidence" and s.scoring == "accuracy":
+        raise ValueError("cv='evidence' scores by the evidence on all rows: scoring='accuracy' needs validation rows "
+                         "(give cv=k or a hold-out fraction)")
+    if kind == "evidence" and s.bandwidth_choice != "joint":
+        raise ValueError(f"cv='evidence' searches with bandwidth_choice='joint', got {s.bandwidth_choice!r}")
     selecting = any(v.criterion is not None for v in grid.variants)
     plain_first = s.bandwidth_choice == "plain-first" and len(grid.bandwidths) > 1 and selecting
     if s.nystroem and grid.n_candidates > X.shape[0]:
@@ -345,7 +356,7 @@ def run_search(
     t_score = time.perf_counter() - t_score
     train_score = train_accuracy if train_accuracy is not None else found.train_r2
     results = results_table(s.grid, drawn.values, found.mse, found.r2, accuracy, found.train_mse,
-                            train_score if s.return_train_score else None)
+                            train_score if s.return_train_score else None, evidence=plan.kind == "evidence")
     b, attrs = _chosen(s, results, drawn, plan, per_map)
     attrs["n_passes_"] = passes + read.passes
     features, kernel, stats = refit_features(

@@ -22,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from dxrf.solvers.evidence import evidence_path
 from dxrf.solvers.ridge_path import mse_from_stats, ridge_path
 from dxrf.selection.leverage import client_threads, gram_spectrum
 from dxrf.selection.select import select_features
@@ -35,8 +36,11 @@ def fold_pairs(groups: tuple[FeatureStats, ...], kfold: bool) -> list[tuple[Feat
     """``(train, validation)`` per fold from a pass's row groups.
 
     Hold-out: the groups are ``(train, validation)``. k-fold: the groups are
-    the folds, and fold ``j`` trains on the total minus fold ``j``.
+    the folds, and fold ``j`` trains on the total minus fold ``j``. One group
+    (``cv="evidence"``): ``(all rows, None)``, scored by the evidence.
     """
+    if len(groups) == 1:
+        return [(groups[0], None)]
     if not kfold:
         return [(groups[0], groups[1])]
     total = sum(groups)
@@ -108,6 +112,8 @@ class GridErrors:
     Attributes
     ----------
     mse, r2 : lists of ndarrays of shape (folds, variants, len(M), len(alpha))
+        With ``cv="evidence"`` (one fold, no validation rows) ``mse`` is NaN
+        and ``r2`` holds the log evidence, the score the search maximises.
     train_mse, train_r2 : lists of such arrays, or None
         The same on each fold's training rows (with ``train_scores``).
     paths : dict or None
@@ -206,11 +212,21 @@ def validate_grid(
     train_mse, train_r2 = (empty(), empty()) if train_scores else (None, None)
     paths: dict | None = {} if keep_paths else None
 
-    def path_errors(b: int, f: int, v: int, i: int, train: FeatureStats, valid: FeatureStats, idx, sc) -> None:
+    def path_errors(b: int, f: int, v: int, i: int, train: FeatureStats, valid: FeatureStats | None, idx, sc) -> None:
         sub = train.subset(idx, sc)
-        path = ridge_path(sub, grid.alphas, valid.subset(idx, sc), fit_intercept, rtol=rtol)
-        mse[b][f, v, i] = path.validation_mse.mean(axis=1)
-        r2[b][f, v, i] = r2_scores(path.validation_mse, valid)
+        if valid is None:
+            # cv="evidence": no validation rows; the score is the log evidence (summed over outputs).
+            # A penalty whose fit is lost to the statistics' rounding (huge coefficients: the
+            # training MSE's rounding bound, as for validation errors) is never chosen: the
+            # statistics cannot tell its evidence either
+            mse[b][f, v, i] = np.nan
+            found = evidence_path(sub, grid.alphas, fit_intercept, rtol=rtol)
+            r2[b][f, v, i] = found.log_evidence.sum(axis=1)
+            path = found.ridge
+        else:
+            path = ridge_path(sub, grid.alphas, valid.subset(idx, sc), fit_intercept, rtol=rtol)
+            mse[b][f, v, i] = path.validation_mse.mean(axis=1)
+            r2[b][f, v, i] = r2_scores(path.validation_mse, valid)
         if train_scores:
             fitted = mse_from_stats(sub, path.coefs, path.intercepts, rtol=rtol)
             train_mse[b][f, v, i] = fitted.mean(axis=1)
@@ -230,7 +246,9 @@ def validate_grid(
     with ThreadPoolExecutor(max_workers=client_threads()) as pool:
         for b, pairs in enumerate(per_bandwidth):
             shared: dict[int, object] = {}  # leverage_rows="all": one spectrum per pool, for every fold
-            total = pairs[0][0] + pairs[0][1] if needs_spectrum and leverage_rows == "all" else None
+            total = None
+            if needs_spectrum and leverage_rows == "all":
+                total = pairs[0][0] if pairs[0][1] is None else pairs[0][0] + pairs[0][1]
             for f, (train, valid) in enumerate(pairs):
                 for p, positions in grid.pools():
                     train_p = candidate_prefix(train, p)

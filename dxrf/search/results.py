@@ -20,6 +20,7 @@ def results_table(
     accuracy: list | None = None,
     train_mse: list | None = None,
     train_score: list | None = None,
+    evidence: bool = False,
 ) -> dict:
     """``cv_results_``: one entry per (bandwidth, variant, M, alpha), in that nesting order.
 
@@ -32,6 +33,9 @@ def results_table(
     ``std_train_score`` (scikit-learn's ``return_train_score``).
     ``bandwidth_value`` is NaN for lengthscales (their ``param_bandwidth`` is
     a compact label; the chosen ones are the search's ``bandwidth_``).
+    ``evidence`` (``cv="evidence"``): ``r2`` holds each configuration's log
+    evidence on all rows, the test score, also kept as ``mean_test_evidence``;
+    the validation MSE is NaN (there are no validation rows).
     """
     mse_all = np.stack(mse, axis=1)  # (F, B, V, M, P)
     folds = mse_all.shape[0]
@@ -74,6 +78,9 @@ def results_table(
         "rank_test_score": rankdata(-np.nan_to_num(np.round(mean_score, 12), nan=-np.inf), method="min").astype(np.int32),
     }
     named = {"r2": r2_only} if acc_flat is None else {"r2": r2_only, "accuracy": acc_flat}
+    if evidence:
+        out["mean_test_evidence"] = mean_score
+        out["split0_test_evidence"] = r2_flat[0]
     if acc_flat is not None:
         for name, values in named.items():
             out[f"mean_test_{name}"] = values.mean(axis=0)

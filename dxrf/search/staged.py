@@ -72,7 +72,7 @@ def _grown(X: object, T: object, s: SearchSettings, classes: np.ndarray | None, 
                       spent["pass"], spent["algebra"], time.perf_counter() - t0)
         return outcome, stage
 
-    groups = 2 if not isinstance(s.cv, int) else s.cv
+    groups = s.cv if isinstance(s.cv, int) else 1 if isinstance(s.cv, str) and s.cv == "evidence" else 2
 
     def fits(m: int) -> bool:
         try:

@@ -189,6 +189,11 @@ def _median_partial_fit_checks(est) -> dict:
         dxrf.RandomFeatureRidge(),
         # numeric bandwidths: partial_fit can fix the features at its first call
         dxrf.RandomFeatureRidge(dxrf.RandomFourierFeatures(100, bandwidth=3.0, random_state=0, dtype="float64")),
+        # the posterior kept, and the penalty chosen by the evidence (no validation rows)
+        dxrf.RandomFeatureRidge(dxrf.RandomFourierFeatures(50, bandwidth=3.0, random_state=0, dtype="float64"),
+                                store_posterior=True),
+        dxrf.RandomFeatureRidge(dxrf.RandomFourierFeatures(50, bandwidth=3.0, random_state=0, dtype="float64"),
+                                alphas=[1e-4, 1e-2, 1.0], validation="evidence"),
         dxrf.RandomFeatureClassifier(dxrf.RandomFourierFeatures(100, bandwidth=3.0, random_state=0, dtype="float64")),
     ],
     expected_failed_checks=lambda est: {**_median_partial_fit_checks(est), **weight_xfails(est)},

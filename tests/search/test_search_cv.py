@@ -261,6 +261,8 @@ def test_grid_parsing():
     estimators=[
         dxrf.RandomFeatureRidgeCV(bandwidths=[1.0, "median"], n_components=[20, 40], alphas=[1e-4, 1e-2],
                                   dtype="float64", cv=3, random_state=0),
+        dxrf.RandomFeatureRidgeCV(bandwidths=[1.0, "median"], n_components=[20, 40], alphas=[1e-4, 1e-2],
+                                  dtype="float64", cv="evidence", store_posterior=True, random_state=0),
         dxrf.RandomFeatureRidgeCV(bandwidths=["median"], n_components=[10, 20], selections=["none", "elss-top", "eerf"],
                                   alphas=[1e-3], dtype="float64", cv=0.3, random_state=0),
         dxrf.RandomFeatureClassifierCV(bandwidths=[1.0, "median"], n_components=[20, 40], alphas=[1e-4, 1e-2],
