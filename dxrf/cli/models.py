@@ -308,6 +308,8 @@ def _print_fit(model: object, args: argparse.Namespace, X: da.Array, elapsed: fl
     print(f"model:        {type(model).__name__} on {model.kernel_.n_components} features ({args.features}, select={select})")
     print(f"rows:         {X.shape[0]} x {X.shape[1]}")
     print(f"passes:       {model.n_passes_} over the data in {elapsed:.1f} s")
+    if getattr(model, "feature_cache_", None) is not None:
+        print(f"features:     {model.feature_cache_} between passes ({model.feature_cache_bytes_ / 2**20:.1f} MiB)")
     if getattr(model, "alphas_", None) is not None:
         for a, err in zip(model.alphas_, model.validation_errors_):
             mark = "  <- chosen" if a == model.alpha_ else ""
