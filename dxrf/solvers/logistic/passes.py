@@ -19,7 +19,7 @@ from dxrf.engine.cache import FeatureCache, feature_cache, plan_cache
 from dxrf.kernels.kernel import FeatureKernel
 from dxrf.core.options import Options
 from dxrf.core.progress import active_client
-from dxrf.solvers.logistic.sums import _block_sums, _Final, _finalize, _Spec, _Sums, _tile_rows, block_features
+from dxrf.solvers.logistic.sums import _block_sums, _Final, _finalize, _Spec, _Sums, _tile_rows, block_features, cache_dtype
 
 
 def _pass_block(
@@ -87,7 +87,8 @@ class _PassRunner:
         self._pool: LocalPool | None = None
         self._kernel: object = kernel
         n = int(X.shape[0])
-        self.plan = plan_cache(options.cache_features, n, kernel.n_components, kernel.dtype.itemsize,
+        self.cache_dtype = cache_dtype(kernel, precise, self.wide)
+        self.plan = plan_cache(options.cache_features, n, kernel.n_components, self.cache_dtype.itemsize,
                                dask_input=is_dask(X), fraction=options.cache_fraction)
         self._cache: FeatureCache | None = None  # made by the first pass
         if not is_dask(X):
@@ -129,7 +130,7 @@ class _PassRunner:
             self._cache = feature_cache(
                 self.X, block_features,
                 (self._kernel, self.tile_rows, self.wide and self.kernel.dtype != np.float64, not in_process),
-                self.kernel.n_components, self.kernel.dtype, plan=self.plan, options=self.options,
+                self.kernel.n_components, self.cache_dtype, plan=self.plan, options=self.options,
                 unit_rows=self.tile_rows, pool=self._pool,
             )
         return self._cache.source(self.X), self._cache.cached

@@ -286,9 +286,25 @@ def block_features(
         X = check_block(X, kernel.n_features_in, start)
     n = X.shape[0]
     tile_rows = max(1, min(tile_rows, n))
+    widen = out.dtype != kernel.dtype  # float64 copies of float32 features (exact), as precise passes use them
     for lo in range(0, n, tile_rows):
         hi = min(lo + tile_rows, n)
-        _raw_tile(kernel, X[lo:hi], wide, out[lo:hi])
+        if widen:
+            np.copyto(out[lo:hi], _raw_tile(kernel, X[lo:hi], wide, thread_buffer("tile", (tile_rows, out.shape[1]), kernel.dtype)[: hi - lo]))
+        else:
+            _raw_tile(kernel, X[lo:hi], wide, out[lo:hi])
+
+
+def cache_dtype(kernel: FeatureKernel, precise: bool, wide: bool) -> np.dtype:
+    """The dtype the feature cache holds: the kernel's, or float64 when every product of the pass is in float64.
+
+    Precise (L-BFGS) and wide (small) fits multiply float64 copies of float32
+    features: caching the copies (exact, twice the bytes) spares a conversion
+    of every tile in every pass.
+    """
+    if kernel.dtype != np.float64 and (precise or wide):
+        return np.dtype(np.float64)
+    return kernel.dtype
 
 
 def _tile_features(
@@ -299,6 +315,8 @@ def _tile_features(
     ``cached``: ``X`` already holds the tile's raw features (the feature cache).
     """
     rows = X.shape[0]
+    if cached and lay.precise and X.dtype == np.float64:
+        return X, X  # the cache holds the float64 copies (cache_dtype); only they are used
     Z = X if cached else _raw_tile(kernel, X, lay.wide, scr.buf[:rows])
     if not lay.precise:
         return Z, Z
@@ -437,7 +455,7 @@ def _block_sums(
     if cached:
         # a block received from another worker may sit at an unaligned address, and
         # NumPy multiplies unaligned arrays without BLAS (other rounding): realign it
-        X = np.require(X, dtype=kernel.dtype, requirements=["C_CONTIGUOUS", "ALIGNED"])
+        X = np.require(X, requirements=["C_CONTIGUOUS", "ALIGNED"])
     n = X.shape[0]
     T = _check_labels(T, n, row_offset)
     m = kernel.n_components
