@@ -290,7 +290,8 @@ def block_features(
     for lo in range(0, n, tile_rows):
         hi = min(lo + tile_rows, n)
         if widen:
-            np.copyto(out[lo:hi], _raw_tile(kernel, X[lo:hi], wide, thread_buffer("tile", (tile_rows, out.shape[1]), kernel.dtype)[: hi - lo]))
+            tile = thread_buffer("tile", (tile_rows, out.shape[1]), kernel.dtype)[: hi - lo]
+            np.copyto(out[lo:hi], _raw_tile(kernel, X[lo:hi], wide, tile))
         else:
             _raw_tile(kernel, X[lo:hi], wide, out[lo:hi])
 
