@@ -543,7 +543,8 @@ def run(args: argparse.Namespace) -> dict:
     )
     settings = {
         "objective": "mean log-loss + alpha/2 |theta|^2, intercept unpenalised",
-        "dxrf": f"RandomFeatureClassifier(loss='logistic', alpha={alpha:g}, tol=tol); features float32, computed in every pass",
+        "dxrf": f"RandomFeatureClassifier(loss='logistic', alpha={alpha:g}, tol=tol); features float32, "
+                "kept between passes when they fit (cache_features='auto')",
         "scikit-learn": f"LogisticRegression(solver='lbfgs', C=1/(N alpha)={1 / (n * alpha):.6g}, tol=tol, "
         f"max_iter={args.max_iter}) on float64 features",
         "dask-ml": dask_ml_model,

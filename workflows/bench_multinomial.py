@@ -5,13 +5,15 @@ Both solve the SAME problem on the SAME features (K = 10 classes, labels ``y``):
     L(W, b) = (1/N) sum_n [logsumexp(f_n) - f_{n, y_n}] + (alpha/2) |W|_F^2,  f_n = W^T z(x_n) + b
 
 with the intercepts unpenalised. The features are dxrf's float32 random Fourier features
-of the MNIST training digits (pixels scaled to [0, 1]); dxrf computes them inside every
-pass from X, scikit-learn gets them precomputed (not timed) as float64 copies of exactly
+of the MNIST training digits (pixels scaled to [0, 1]); dxrf computes them from X (in every
+pass, or once with its cache), scikit-learn gets them precomputed (not timed) as float64 copies of exactly
 those values (:func:`workflows.bench_logistic.explicit_features`).
 
 - dxrf ``RandomFeatureClassifier(loss="multinomial", alpha=alpha)`` from X as a NumPy
   array in this process (``--solvers``: "lbfgs", one pass per function evaluation, and/or
-  "newton-cg", one pass per Hessian-vector product and trial point);
+  "newton-cg", one pass per Hessian-vector product and trial point), with its feature
+  cache (the features computed once per fit, kept in the process) and without it (computed
+  in every pass), side by side (``--cache``);
 - scikit-learn ``LogisticRegression(solver="lbfgs", C=1 / (N alpha))`` on the in-memory
   float64 feature matrix (multinomial for K > 2; it minimises exactly ``L``).
 
@@ -51,6 +53,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-iter", type=int, default=2000, help="iteration cap of every fit (default 2000)")
     parser.add_argument("--rtol", type=float, default=1e-6, help="required relative gap to the reference (default 1e-6)")
     parser.add_argument("--solvers", nargs="+", choices=["lbfgs", "newton-cg"], default=["lbfgs"], help="dxrf solvers")
+    parser.add_argument(
+        "--cache", choices=["both", "on", "off"], default="both",
+        help="dxrf with its feature cache (features computed once per fit), without it (recomputed in every pass), "
+             "or both side by side (default)",
+    )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="results", help="results folder")
@@ -67,12 +74,16 @@ def softmax_objective(Z: np.ndarray, y: np.ndarray, coef: np.ndarray, intercept:
     return total / Z.shape[0] + 0.5 * alpha * float(np.sum(coef * coef))
 
 
-def _fit_dxrf(X: np.ndarray, y: np.ndarray, fmap: Any, alpha: float, tol: float, solver: str, max_iter: int) -> tuple:
+def _fit_dxrf(X: np.ndarray, y: np.ndarray, fmap: Any, alpha: float, tol: float, solver: str, max_iter: int,
+              cache: bool = False) -> tuple:
     import dxrf
 
-    clf = dxrf.RandomFeatureClassifier(fmap, loss="multinomial", alpha=alpha, tol=tol, solver=solver, max_iter=max_iter)
+    clf = dxrf.RandomFeatureClassifier(
+        fmap, loss="multinomial", alpha=alpha, tol=tol, solver=solver, max_iter=max_iter, cache_features=cache
+    )
     clf.fit(X, y)
-    info = {"passes": int(clf.n_passes_), "iterations": int(clf.n_iter_), "converged": bool(clf.converged_)}
+    info = {"passes": int(clf.n_passes_), "iterations": int(clf.n_iter_), "converged": bool(clf.converged_),
+            "feature_cache": clf.feature_cache_}
     return clf.coef_.T, clf.intercept_, info
 
 
@@ -112,7 +123,12 @@ def run(args: argparse.Namespace) -> dict:
         reference = {"tol": float(args.reference_tol), "objective": softmax_objective(Z, codes, coef, intercept, alpha), **info}
         print(f"  reference: scikit-learn at tol {args.reference_tol:g}: {reference['objective']:.12f}", flush=True)
 
-    fns = {f"dxrf {s}, NumPy": (lambda s=s: _fit_dxrf(X, y, fmap, alpha, tol, s, args.max_iter)) for s in args.solvers}
+    caches = {"both": (True, False), "on": (True,), "off": (False,)}[args.cache]
+    fns = {
+        f"dxrf {s}, NumPy, features {'cached' if c else 'recomputed'}":
+            (lambda s=s, c=c: _fit_dxrf(X, y, fmap, alpha, tol, s, args.max_iter, c))
+        for s in args.solvers for c in caches
+    }
     fns["scikit-learn"] = lambda: _fit_sklearn(Z, y, alpha, tol, args.max_iter)
     timed = _rounds(fns, args.repeats)
     runs = {}

@@ -357,6 +357,8 @@ def _print_fit(model: object, args: argparse.Namespace, X: da.Array, elapsed: fl
         cg = f", {model.n_iter_} CG iterations" if model.solver_ == "pcg" else ""
         print(f"plan:         {model.solver_} (estimate {estimate['gram_ops']:.3g} Gram vs {estimate['pcg_ops']:.3g} CG "
               f"operations{cg})")
+    if getattr(model, "feature_cache_", None) is not None:
+        print(f"features:     {model.feature_cache_} between passes ({model.feature_cache_bytes_ / 2**20:.1f} MiB)")
     if getattr(model, "alphas_", None) is not None:
         for a, err in zip(model.alphas_, model.validation_errors_):
             mark = "  <- chosen" if a == model.alpha_ else ""

@@ -11,6 +11,8 @@ import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
+
 from dxrf.core.validation import check_int, check_progress
 
 __all__ = ["Options", "get_options", "options", "resolve_options", "set_options"]
@@ -54,6 +56,15 @@ class Options:
         Bytes of parsed source a worker keeps from a parallel ingest's scan
         for its write pass (a piece beyond it is parsed again; 0: none kept).
         ``None``: 1/8 of the worker's memory limit.
+    cache_features : {"auto", True, False}
+        Whether an iterative fit (logistic, multinomial, SGD epochs, RF-PCA
+        power iterations) keeps its features between passes
+        (:mod:`dxrf.engine.cache`): ``"auto"`` keeps them when the whole
+        feature matrix fits within ``cache_fraction`` of the memory that
+        would hold it (the workers' memory limits, or this machine's).
+        Results are bitwise the same either way.
+    cache_fraction : float
+        The share of that memory the feature cache may take under ``"auto"``.
     """
 
     tile_bytes: int = 160 * 2**20
@@ -64,6 +75,8 @@ class Options:
     progress: bool | None = False
     ingest_piece_bytes: int | None = None
     ingest_cache_bytes: int | None = None
+    cache_features: str | bool = "auto"
+    cache_fraction: float = 1 / 3
 
     def __setattr__(self, name: str, value: Any) -> None:
         # also an assignment to the live object of get_options() is checked:
@@ -101,6 +114,23 @@ def _option_int(name: str, low: int, allow_none: bool = False) -> Any:
     return check
 
 
+def _check_cache_features(value: object) -> str | bool:
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if value == "auto":
+        return "auto"
+    raise ValueError(f"option cache_features must be 'auto', True or False, got {value!r}")
+
+
+def _check_fraction(value: object) -> float:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"option cache_fraction must be a number in (0, 1], got {value!r}")
+    value = float(value)
+    if not 0.0 < value <= 1.0:
+        raise ValueError(f"option cache_fraction must be in (0, 1], got {value!r}")
+    return value
+
+
 _CHECKS = {
     "tile_bytes": _option_int("tile_bytes", 1),
     "min_tile_rows": _option_int("min_tile_rows", 1),
@@ -111,6 +141,8 @@ _CHECKS = {
     "progress": lambda value: check_progress(value, "option progress"),
     "ingest_piece_bytes": _option_int("ingest_piece_bytes", 1, allow_none=True),
     "ingest_cache_bytes": _option_int("ingest_cache_bytes", 0, allow_none=True),
+    "cache_features": _check_cache_features,
+    "cache_fraction": _check_fraction,
 }
 
 

@@ -7,7 +7,8 @@
 - :mod:`~dxrf.engine.lanes`: chains of chunks on the worker holding them;
 - :mod:`~dxrf.engine.reduce`: the memory-capped tree reduction;
 - :mod:`~dxrf.engine.run`: :class:`Pass` and :func:`run_pass`, in process or on Dask;
-- :mod:`~dxrf.engine.maps`: :func:`map_rows`, row-wise results (features, predictions).
+- :mod:`~dxrf.engine.maps`: :func:`map_rows`, row-wise results (features, predictions);
+- :mod:`~dxrf.engine.cache`: the feature cache of iterative fits (features computed once per fit, within a budget).
 
 The contract is in DESIGN.md ("The pass engine").
 """

@@ -9,6 +9,8 @@ from sklearn.base import ClassifierMixin
 from sklearn.utils.metaestimators import available_if
 
 from dxrf.core.labels import encode_classes
+from dxrf.core.options import Options, resolve_options
+from dxrf.engine.cache import CachePlan
 from dxrf.core.persistable import fitted
 from dxrf.core.validation import check_choice, check_int, check_nonnegative, check_parameters, is_dask, rule
 from dxrf.core.weights import check_class_weight, check_sample_weight, combined_weight
@@ -20,6 +22,7 @@ from dxrf.learners.ridge import RIDGE_FITTED, RIDGE_RULES, _RidgeSolveMixin
 __all__ = ["RandomFeatureClassifier", "LOSSES", "SOLVER_RULES", "encode_classes"]
 
 LOSSES = ("squared", "logistic", "multinomial")
+CACHE_SETTINGS = ("auto", True, False)
 
 #: the logistic solvers' options: whatever the loss, a bad value is bad before it matters
 SOLVER_RULES = {
@@ -30,6 +33,7 @@ SOLVER_RULES = {
 #: each parameter checked once per fit; the checks that span several follow in ``_check_params``
 CLASSIFIER_RULES = {
     "loss": rule(check_choice, choices=LOSSES),
+    "cache_features": rule(check_choice, choices=CACHE_SETTINGS),
     "class_weight": rule(check_class_weight, named=False),
     **SOLVER_RULES,
     **RIDGE_RULES,
@@ -49,6 +53,16 @@ class _RidgeClassifier(_RidgeSolveMixin, ClassifierMixin, RandomFeatureModel):
         self.intercept_ = self._intercept
         self.n_iter_ = 1
 
+    def _solver_options(self) -> Options:
+        """The options of the logistic passes: the global ones, with this estimator's ``cache_features`` if it has one."""
+        return resolve_options(cache_features=getattr(self, "cache_features", None))
+
+    def _record_cache(self, plan: CachePlan | None) -> None:
+        """``feature_cache_`` ("cached" or "recomputed") and ``feature_cache_bytes_`` (the estimate)."""
+        if plan is not None:
+            self.feature_cache_ = plan.status
+            self.feature_cache_bytes_ = int(plan.estimate)
+
     def _logistic_refit(self, X, T, kernel, sample_weight=None) -> RandomFeatureClassifier:
         """Logistic regression on ``kernel``'s features with penalty ``alpha_``; its passes are added to ``n_passes_``."""
         from dxrf.solvers.logistic import fit_logistic
@@ -58,8 +72,9 @@ class _RidgeClassifier(_RidgeSolveMixin, ClassifierMixin, RandomFeatureModel):
         result = fit_logistic(
             X, T, kernel, alpha=self.alpha_, solver=self.solver, max_iter=self.max_iter,
             tol=self.tol, fit_intercept=self.fit_intercept, hessian_rows=self.hessian_rows,
-            sample_weight=sample_weight,
+            sample_weight=sample_weight, options=self._solver_options(),
         )
+        self._record_cache(result.feature_cache)
         self.coef_ = np.asarray(result.coef).T
         self.intercept_ = np.asarray(result.intercept)
         self.n_iter_ = int(result.n_iter)
@@ -77,8 +92,9 @@ class _RidgeClassifier(_RidgeSolveMixin, ClassifierMixin, RandomFeatureModel):
         result = fit_multinomial(
             X, T, kernel, alpha=self.alpha_, solver=self.solver, max_iter=self.max_iter,
             tol=self.tol, fit_intercept=self.fit_intercept, hessian_rows=self.hessian_rows,
-            sample_weight=sample_weight,
+            sample_weight=sample_weight, options=self._solver_options(),
         )
+        self._record_cache(result.feature_cache)
         coef, intercept = result.coef.T, result.intercept
         if coef.shape[0] == 2:
             # softmax([f0, f1]) = [1 - expit(f1 - f0), expit(f1 - f0)]: the binary layout
@@ -224,6 +240,13 @@ class RandomFeatureClassifier(PCGPlanMixin, PartialFitMixin, _RidgeClassifier):
         Seed of the hashed validation split.
     random_state : int, RandomState, Generator or None
         Seeds ``features`` when they have no ``random_state`` of their own.
+    cache_features : {"auto", True, False}, default="auto"
+        Logistic and multinomial losses: keep the features between the
+        solver's passes (:mod:`dxrf.engine.cache`; on the workers for dask
+        input, freed when ``fit`` ends). ``"auto"`` keeps them when
+        ``N M itemsize`` bytes fit within the option ``cache_fraction`` (1/3)
+        of the workers' memory limits (of this machine's memory for NumPy
+        input). The model is bitwise the same either way.
 
     Attributes
     ----------
@@ -239,6 +262,10 @@ class RandomFeatureClassifier(PCGPlanMixin, PartialFitMixin, _RidgeClassifier):
         Reads of X made by ``fit``.
     hessian_rows_ : int
         Rows in each Newton Hessian (logistic loss with the Newton solver; 0 otherwise).
+    feature_cache_ : {"cached", "recomputed"}
+        Whether the logistic passes kept the features (logistic and multinomial losses only).
+    feature_cache_bytes_ : int
+        The estimated size of the features, ``N M itemsize`` bytes.
     features_, kernel_, n_features_in_
     stats_ : FeatureStats
         After :meth:`partial_fit` only: the running statistics of the +-1
@@ -253,6 +280,7 @@ class RandomFeatureClassifier(PCGPlanMixin, PartialFitMixin, _RidgeClassifier):
     _fitted_schema = fitted(
         RIDGE_FITTED, classes_="labels", n_iter_="int", solver_="str?", hessian_rows_="int?", converged_="bool?",
         pcg_history_="numbers?", plan_estimate_="dict?",
+        feature_cache_="str?", feature_cache_bytes_="int?",
     )
 
     def __init__(
@@ -271,6 +299,7 @@ class RandomFeatureClassifier(PCGPlanMixin, PartialFitMixin, _RidgeClassifier):
         class_weight: object = None,
         validation_seed: int = 0,
         random_state: object = None,
+        cache_features: str | bool = "auto",
     ) -> None:
         self.features = features
         self.loss = loss
@@ -285,6 +314,7 @@ class RandomFeatureClassifier(PCGPlanMixin, PartialFitMixin, _RidgeClassifier):
         self.class_weight = class_weight
         self.validation_seed = validation_seed
         self.random_state = random_state
+        self.cache_features = cache_features
 
     def _check_params(self) -> np.ndarray | None:
         """Validate the parameters (also run on a loaded model); return the alpha grid or None."""

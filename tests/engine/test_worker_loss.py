@@ -308,3 +308,30 @@ def test_pcg_solve_survives_a_killed_worker(cluster, data):
     assert est.n_iter_ == ref.n_iter_ and est.n_passes_ == ref.n_passes_
     assert _rel(est.coef_, ref.coef_) <= 1e-12
     np.testing.assert_array_equal(est.pcg_history_, ref.pcg_history_)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("loss", ["logistic", "multinomial"])
+def test_cached_fit_survives_a_killed_worker(cluster, data, loss):
+    """With the feature cache: the killed worker's feature blocks are recomputed from X, the model is the same."""
+    client, counter = cluster
+    _wait_for_workers(client, 2)
+    labels = (data.y > 0).astype("int64") if loss == "logistic" else np.digitize(data.y, [-0.5, 0.5])
+
+    def fit(cache):
+        return dxrf.RandomFeatureClassifier(
+            dxrf.RandomFourierFeatures(150, bandwidth=2.0, random_state=0), loss=loss, alpha=1e-3, max_iter=6,
+            cache_features=cache,
+        ).fit(data.X, labels)
+
+    ref = fit(False)
+    (est, n_tasks) = _count_tasks(counter, lambda: fit(True))
+    assert est.feature_cache_ == "cached" and est.n_passes_ >= 3
+    np.testing.assert_array_equal(est.coef_, ref.coef_)
+    # kill after the cache is built (24 feature tasks) and a pass or two: blocks are lost with the worker
+    est, info = _run_and_kill(client, counter, lambda: fit(True), kill_at=max(30, n_tasks // 2))
+    assert info["killed"] is not None and info["still_running"], info
+    _wait_for_workers(client, 2, info["killed"])
+    assert est.feature_cache_ == "cached" and est.n_passes_ == ref.n_passes_
+    np.testing.assert_array_equal(est.coef_, ref.coef_)
+    np.testing.assert_array_equal(est.intercept_, ref.intercept_)

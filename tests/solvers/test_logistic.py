@@ -185,10 +185,17 @@ def test_far_warm_start_backtracks_and_converges(data, solver):
 
     Xd = da.from_array(X, chunks=(500, D)).map_blocks(counted, dtype=X.dtype)
     start = 1000 * np.random.default_rng(3).normal(size=M)
-    res = fit_logistic(Xd, t, fmap, alpha=ALPHA, solver=solver, coef_init=start, intercept_init=1000.0)
+    # every pass reads X: without the feature cache (with it, X is read once)
+    with dxrf.options(cache_features=False):
+        res = fit_logistic(Xd, t, fmap, alpha=ALPHA, solver=solver, coef_init=start, intercept_init=1000.0)
     assert res.converged
     assert rel(res.coef, ref.coef) <= 1e-6
     assert len(reads) == 3 * res.n_passes
+    reads.clear()
+    with dxrf.options(cache_features=True):  # dask's own scheduler: the blocks persisted in this process
+        cached = fit_logistic(Xd, t, fmap, alpha=ALPHA, solver=solver, coef_init=start, intercept_init=1000.0)
+    assert len(reads) == 3 and cached.n_passes == res.n_passes and cached.feature_cache.cached
+    np.testing.assert_array_equal(cached.coef, res.coef)
     if solver == "newton":
         assert res.n_passes > res.n_iter + 1  # some iterations needed a second pass
 
@@ -215,7 +222,14 @@ def test_dask_equals_numpy(data, solver):
         assert res.n_passes == ref.n_passes
 
 
-def test_newton_pass_count_is_exact_and_small(data):
+@pytest.fixture
+def no_feature_cache():
+    """Every pass reads X (the tests that count reads per pass): the feature cache off."""
+    with dxrf.options(cache_features=False):
+        yield
+
+
+def test_newton_pass_count_is_exact_and_small(data, no_feature_cache):
     X, _, T3, fmap = data
     lock = threading.Lock()
     reads = []

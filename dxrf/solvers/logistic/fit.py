@@ -12,6 +12,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from dxrf.core.validation import check_dask_matrix, check_int, check_nonnegative, is_dask
 from dxrf.core.weights import check_sample_weight
+from dxrf.engine.cache import CachePlan
 from dxrf.kernels.kernel import FeatureKernel
 from dxrf.core.options import Options, resolve_options
 from dxrf.stats.accumulation import resolve_kernel
@@ -54,6 +55,8 @@ class LogisticResult:
         Final objective ``L`` (mean log-loss plus penalty) of each class.
     converged : bool
         Whether every class met a convergence criterion.
+    feature_cache : CachePlan
+        Whether the passes kept the features (:mod:`dxrf.engine.cache`), with the estimate.
     solver : str
         The solver used: "newton", "lbfgs" or "newton-cg".
     hessian_rows : int
@@ -69,6 +72,7 @@ class LogisticResult:
     converged: bool
     solver: str
     hessian_rows: int = 0
+    feature_cache: CachePlan | None = None
 
 
 def newton_hessian_bytes(n_components: int, n_classes: int = 1) -> int:
@@ -324,4 +328,5 @@ def fit_logistic(
         converged=_all_converged([outcomes[j] for j in range(k)], chosen),
         solver=chosen,
         hessian_rows=sum(b - a for a, b in _hessian_runs(0, n, period)) if chosen == "newton" else 0,
+        feature_cache=runner.plan,
     )

@@ -17,6 +17,7 @@ import dask.array as da
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from dxrf.engine.cache import CachePlan
 from dxrf.kernels.kernel import FeatureKernel
 from dxrf.core.options import Options, resolve_options
 from dxrf.stats.accumulation import resolve_kernel
@@ -52,6 +53,8 @@ class MultinomialResult:
     loss : float
         Final objective ``L`` (mean softmax loss plus penalty).
     converged : bool
+    feature_cache : CachePlan
+        Whether the passes kept the features (:mod:`dxrf.engine.cache`), with the estimate.
     solver : str
         "lbfgs" or "newton-cg".
     """
@@ -63,6 +66,7 @@ class MultinomialResult:
     loss: float
     converged: bool
     solver: str
+    feature_cache: CachePlan | None = None
 
 
 def fit_multinomial(
@@ -155,4 +159,5 @@ def fit_multinomial(
         loss=float(outcome.loss),
         converged=bool(outcome.converged),
         solver=chosen,
+        feature_cache=runner.plan,
     )

@@ -15,18 +15,20 @@ import numpy as np
 
 from dxrf.core.validation import is_dask
 from dxrf.engine import LocalPool, Pass, Rows, check_block, run_pass, ship
+from dxrf.engine.cache import FeatureCache, feature_cache, plan_cache
 from dxrf.kernels.kernel import FeatureKernel
 from dxrf.core.options import Options
 from dxrf.core.progress import active_client
-from dxrf.solvers.logistic.sums import _block_sums, _Final, _finalize, _Spec, _Sums, _tile_rows
+from dxrf.solvers.logistic.sums import _block_sums, _Final, _finalize, _Spec, _Sums, _tile_rows, block_features, cache_dtype
 
 
 def _pass_block(
-    X: np.ndarray, columns: tuple, rows: Rows, kernel: FeatureKernel, spec: _Spec, tile_rows: int, check: bool, running: object
+    X: np.ndarray, columns: tuple, rows: Rows, kernel: FeatureKernel, spec: _Spec, tile_rows: int, check: bool,
+    cached: bool, running: object
 ) -> _Sums:
     # the global first row places the block in the Hessian row sample and in error messages
     T, W = columns
-    return _block_sums(X, T, kernel, spec, tile_rows, row_offset=rows.start, check=check, weights=W)
+    return _block_sums(X, T, kernel, spec, tile_rows, row_offset=rows.start, check=check, weights=W, cached=cached)
 
 
 def _merge(*parts: _Sums) -> _Sums:
@@ -54,6 +56,9 @@ class _PassRunner:
     ``wide``: float32 features' products in float64 (a small fit, see
     :func:`dxrf.stats.tiles.wide_products`). NumPy X is checked once here
     (its blocks are then trusted); dask blocks are checked in their tasks.
+    The first pass computes the features once into the feature cache when
+    ``options.cache_features`` says so (:mod:`dxrf.engine.cache`; ``plan`` says
+    what was chosen); later passes read them. :meth:`close` releases them.
     """
 
     def __init__(
@@ -81,6 +86,11 @@ class _PassRunner:
         self.X, self.T, self.W = X, T, weights
         self._pool: LocalPool | None = None
         self._kernel: object = kernel
+        n = int(X.shape[0])
+        self.cache_dtype = cache_dtype(kernel, precise, self.wide)
+        self.plan = plan_cache(options.cache_features, n, kernel.n_components, self.cache_dtype.itemsize,
+                               dask_input=is_dask(X), fraction=options.cache_fraction)
+        self._cache: FeatureCache | None = None  # made by the first pass
         if not is_dask(X):
             check_block(X, kernel.n_features_in, 0)
             # kept for the whole fit: its threads keep their scratch buffers between passes
@@ -102,15 +112,33 @@ class _PassRunner:
         self._kernel = ship(kernel)
 
     def close(self) -> None:
-        """Release the thread pool of NumPy passes, the shipped kernel and the labels held on the cluster."""
-        if self._pool is not None:
-            self._pool.close()
-            self._pool = None
-        self._kernel = self.T = self.W = None
+        """Release the feature cache, the thread pool of NumPy passes, the shipped kernel and the labels on the cluster."""
+        try:
+            if self._cache is not None:
+                self._cache.release()
+        finally:
+            self._cache = None
+            if self._pool is not None:
+                self._pool.close()
+                self._pool = None
+            self._kernel = self.T = self.W = None
+
+    def _source(self) -> tuple[np.ndarray | da.Array, bool]:
+        """What the passes read (X, or the cached features) and whether it is features."""
+        if self._cache is None:
+            in_process = not is_dask(self.X)
+            self._cache = feature_cache(
+                self.X, block_features,
+                (self._kernel, self.tile_rows, self.wide and self.kernel.dtype != np.float64, not in_process),
+                self.kernel.n_components, self.cache_dtype, plan=self.plan, options=self.options,
+                unit_rows=self.tile_rows, pool=self._pool,
+            )
+        return self._cache.source(self.X), self._cache.cached
 
     def __call__(self, spec: _Spec) -> _Final:
         self.count += 1
         in_process = not is_dask(self.X)
+        source, cached = self._source()
         step = Pass(
             block=_pass_block,
             merge=_merge,
@@ -122,9 +150,9 @@ class _PassRunner:
         shipped = spec if in_process else ship(spec, pure=False)
         return run_pass(
             step,
-            self.X,
+            source,
             (self.T, self.W),
-            (self._kernel, shipped, self.tile_rows, not in_process),
+            (self._kernel, shipped, self.tile_rows, not in_process, cached),
             options=self.options,
             pool=self._pool,
             names=("labels T", "sample_weight"),

@@ -265,14 +265,60 @@ class _HessianSums:
             self.pending, self.empty = 0, True
 
 
-def _tile_features(kernel: FeatureKernel, X: np.ndarray, lay: _Layout, scr: _Scratch) -> tuple[np.ndarray, np.ndarray]:
-    """The raw features ``Z`` of a tile of rows, and ``Zs``, those the products use (float64 when precise)."""
+def _raw_tile(kernel: FeatureKernel, X: np.ndarray, wide: bool, out: np.ndarray) -> np.ndarray:
+    """The raw features of a tile of rows into ``out``: the one place a logistic pass computes them."""
+    if wide:
+        out[...] = kernel.raw_rowwise(X)
+        return out
+    return kernel.raw(X, out=out)
+
+
+def block_features(
+    X: np.ndarray, out: np.ndarray, start: int, kernel: FeatureKernel, tile_rows: int, wide: bool, check: bool
+) -> None:
+    """Fill ``out`` with the raw features of a block, tile by tile as :func:`_block_sums` computes them.
+
+    The feature cache's function (:func:`dxrf.engine.cache.feature_cache`):
+    a pass reading these features computes bitwise what it would compute from X.
+    ``start``: the block's first global row (for the check's messages).
+    """
+    if check:
+        X = check_block(X, kernel.n_features_in, start)
+    n = X.shape[0]
+    tile_rows = max(1, min(tile_rows, n))
+    widen = out.dtype != kernel.dtype  # float64 copies of float32 features (exact), as precise passes use them
+    for lo in range(0, n, tile_rows):
+        hi = min(lo + tile_rows, n)
+        if widen:
+            tile = thread_buffer("tile", (tile_rows, out.shape[1]), kernel.dtype)[: hi - lo]
+            np.copyto(out[lo:hi], _raw_tile(kernel, X[lo:hi], wide, tile))
+        else:
+            _raw_tile(kernel, X[lo:hi], wide, out[lo:hi])
+
+
+def cache_dtype(kernel: FeatureKernel, precise: bool, wide: bool) -> np.dtype:
+    """The dtype the feature cache holds: the kernel's, or float64 when every product of the pass is in float64.
+
+    Precise (L-BFGS) and wide (small) fits multiply float64 copies of float32
+    features: caching the copies (exact, twice the bytes) spares a conversion
+    of every tile in every pass.
+    """
+    if kernel.dtype != np.float64 and (precise or wide):
+        return np.dtype(np.float64)
+    return kernel.dtype
+
+
+def _tile_features(
+    kernel: FeatureKernel, X: np.ndarray, lay: _Layout, scr: _Scratch, cached: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """The raw features ``Z`` of a tile of rows, and ``Zs``, those the products use (float64 when precise).
+
+    ``cached``: ``X`` already holds the tile's raw features (the feature cache).
+    """
     rows = X.shape[0]
-    if lay.wide:
-        Z = scr.buf[:rows]
-        Z[...] = kernel.raw_rowwise(X)
-    else:
-        Z = kernel.raw(X, out=scr.buf[:rows])
+    if cached and lay.precise and X.dtype == np.float64:
+        return X, X  # the cache holds the float64 copies (cache_dtype); only they are used
+    Z = X if cached else _raw_tile(kernel, X, lay.wide, scr.buf[:rows])
     if not lay.precise:
         return Z, Z
     Zs = scr.buf64[:rows]
@@ -380,6 +426,7 @@ def _block_sums(
     row_offset: int = 0,
     check: bool = True,
     weights: np.ndarray | None = None,
+    cached: bool = False,
 ) -> _Sums:
     """The sums a pass needs from one block of rows: a pure function on NumPy arrays.
 
@@ -401,9 +448,15 @@ def _block_sums(
     ``spec.wide`` (a small fit on float32 features, :func:`dxrf.stats.tiles.wide_products`):
     the features are :meth:`~dxrf.kernels.kernel.FeatureKernel.raw_rowwise`'s
     and every product, Hessians included, runs in float64.
+    ``cached``: ``X`` is the block's raw features, made by :func:`block_features`
+    (the feature cache), not its rows.
     """
-    if check:
+    if check and not cached:
         X = check_block(X, kernel.n_features_in, row_offset)
+    if cached:
+        # a block received from another worker may sit at an unaligned address, and
+        # NumPy multiplies unaligned arrays without BLAS (other rounding): realign it
+        X = np.require(X, requirements=["C_CONTIGUOUS", "ALIGNED"])
     n = X.shape[0]
     T = _check_labels(T, n, row_offset)
     m = kernel.n_components
@@ -423,7 +476,7 @@ def _block_sums(
     hessians = _HessianSums(m, lay.nh, lay.hdtype, tile_rows) if lay.nh else None
     for lo in range(0, n, tile_rows):
         hi = min(lo + tile_rows, n)
-        Z, Zs = _tile_features(kernel, X[lo:hi], lay, scr)
+        Z, Zs = _tile_features(kernel, X[lo:hi], lay, scr, cached)
         S, f = _tile_scores(Zs, lay, scr)
         rw = None if weights is None else weights[lo:hi, None]
         R = scr.resid[: hi - lo]
