@@ -17,11 +17,12 @@ import dask.array as da
 import numpy as np
 import zarr
 import zarr.abc.store
+from zarr.storage import LocalStore
 from dask.base import tokenize
 
 from dxrf.core.memory import check_task
 from dxrf.io.storage import group_store
-from dxrf.io.integrity import IntegrityError, checked_reader, describe, verify
+from dxrf.io.integrity import IntegrityError, check_positions, checked_reader, describe, verify
 from dxrf.core.target_scale import register
 from dxrf.io.layout import DXRF_FORMAT
 
@@ -279,6 +280,10 @@ def _check_arrays(arrays: Mapping[str, Any], spath: str, attrs: Mapping[str, Any
     # all of the above reads only metadata; verify bounds the grid (O(1)) before it lists the store
     for name, node in arrays.items():
         verify(node, attrs["arrays"][name], f"{spath!r}: array {name!r}")
+        if isinstance(node.store_path.store, LocalStore):
+            # 4 bytes a chunk on a local disk: a chunk out of place is refused now, before any pass starts
+            # (on an object store that is a request a chunk: there it is checked as each chunk is read)
+            check_positions(node, attrs["arrays"][name].get("crc32c"), f"{spath!r}: array {name!r}")
     if zx.chunks != (attrs.get("chunk_rows"), zx.shape[1]):
         raise IntegrityError(f"{spath!r}: array 'X' has chunks {zx.chunks} but the group records chunk_rows={attrs.get('chunk_rows')!r}")
     if "y" in arrays and arrays["y"].chunks != zx.chunks[:1]:
