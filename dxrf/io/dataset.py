@@ -22,7 +22,7 @@ from dask.base import tokenize
 
 from dxrf.core.memory import check_task
 from dxrf.io.storage import group_store
-from dxrf.io.integrity import IntegrityError, check_positions, checked_reader, describe, verify
+from dxrf.io.integrity import IntegrityError, check_positions, checked_reader, describe, metadata_failure, verify
 from dxrf.core.target_scale import register
 from dxrf.io.layout import DXRF_FORMAT
 
@@ -214,7 +214,7 @@ def _open_group(path: str | os.PathLike | Any, storage_options: Mapping[str, Any
     try:
         group = zarr.open_group(store, mode="r")
     except Exception as exc:  # zarr raises several types for "not a group"
-        raise ValueError(f"{spath!r} is not a zarr group: {exc}") from exc
+        raise ValueError(f"{spath!r} is not a zarr group: {metadata_failure(exc)}") from None
     attrs = dict(group.attrs)
     if "dxrf_format" not in attrs:
         raise ValueError(f"{spath!r} is not a dxrf group: attribute 'dxrf_format' is missing")
@@ -241,7 +241,7 @@ def _group_arrays(group: Any, spath: str, attrs: Mapping[str, Any]) -> dict[str,
                 raise IntegrityError(f"{spath!r}: array {name!r} is missing, but its writer recorded it") from None
             continue
         except Exception as exc:  # zarr raises many types (JSON, codec, shape errors) for corrupt metadata
-            raise ValueError(f"{spath!r} has corrupt array metadata: array {name!r}: {exc}") from exc
+            raise ValueError(f"{spath!r} has corrupt array metadata: array {name!r}: {metadata_failure(exc)}") from None
         if not isinstance(node, zarr.Array):
             raise ValueError(f"{spath!r}: {name!r} is not an array")
         if name not in record:

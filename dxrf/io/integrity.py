@@ -284,6 +284,22 @@ def read_failure(exc: BaseException) -> str:
     return f"it cannot be decoded ({type(exc).__name__})"
 
 
+def metadata_failure(exc: BaseException) -> str:
+    """Why a metadata document could not be parsed, without repeating its bytes (bounded, one line)."""
+    import json
+
+    for e in (exc, exc.__cause__, exc.__context__):
+        if isinstance(e, UnicodeDecodeError):
+            return "it is not UTF-8 text"
+        if isinstance(e, json.JSONDecodeError):
+            return f"it is not valid JSON (line {e.lineno}, column {e.colno})"
+    if isinstance(exc, ValueError) and type(exc).__module__.startswith("dxrf."):
+        return str(exc)
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    text = text if text.isascii() and text.isprintable() else ""
+    return f"{type(exc).__name__}: {text[:200]}" if text else type(exc).__name__
+
+
 def _chunk_range(key: Any, shape: tuple[int, ...], chunks: tuple[int, ...]) -> list[range]:
     """The chunk indices along each axis that an indexing key touches (all of them for keys other than slices)."""
     key = key if isinstance(key, tuple) else (key,)

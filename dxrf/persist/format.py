@@ -26,7 +26,7 @@ from dxrf.core.persistable import SaveMixin, install_writer, lookup
 from dxrf.core.version import __version__
 from dxrf.io.files import KIND_ATTR
 from dxrf.io.storage import atomic_group, group_store, resolve, zarr_target
-from dxrf.io.integrity import IntegrityError, array_options, checked_reader, chunk_checksums, verify
+from dxrf.io.integrity import IntegrityError, array_options, checked_reader, chunk_checksums, metadata_failure, verify
 from dxrf.io.local_store import UnsafeFileError
 from dxrf.persist.schema import check_fitted_names, check_fitted_values
 from dxrf.kernels.kernel import FeatureKernel
@@ -206,7 +206,7 @@ class _Reader:
         except KeyError:
             raise ModelFormatError(f"{self.where}: array {name!r} is missing") from None
         except Exception as exc:  # zarr raises many types for corrupt metadata
-            raise ModelFormatError(f"{self.where}: array {name!r} has corrupt metadata: {exc}") from None
+            raise ModelFormatError(f"{self.where}: array {name!r} has corrupt metadata: {metadata_failure(exc)}") from None
         if list(arr.shape) != list(shape):
             raise ModelFormatError(
                 f"{self.where}: array {name!r} has shape {tuple(arr.shape)}, the model expects {tuple(shape)}"
@@ -253,7 +253,7 @@ class _Reader:
                 except KeyError:
                     raise ModelFormatError(f"{self.where}: group {v[tag]!r} is missing") from None
                 except Exception as exc:  # corrupt metadata
-                    raise ModelFormatError(f"{self.where}: group {v[tag]!r} cannot be read: {exc}") from None
+                    raise ModelFormatError(f"{self.where}: group {v[tag]!r} cannot be read: {metadata_failure(exc)}") from None
                 return sub.decode(tag)
         raise ModelFormatError(f"{self.where}: unknown entry {sorted(v)}")
 
@@ -346,7 +346,7 @@ def load(
     try:
         root = zarr.open_group(store, mode="r")
     except Exception as exc:  # zarr raises several types for corrupt metadata
-        raise ModelFormatError(f"{str(path)!r} is not a readable zarr group: {exc}") from None
+        raise ModelFormatError(f"{str(path)!r} is not a readable zarr group: {metadata_failure(exc)}") from None
     version = root.attrs.get(MARKER)
     if version is None:
         raise ModelFormatError(f"{str(path)!r} is a zarr group but not a dxrf model (no {MARKER!r} attribute)")

@@ -280,6 +280,19 @@ def test_a_replaced_chunk_never_echoes_its_bytes(stored, group, what):
     assert "SECRET" not in text and "\\x" not in text and "b'" not in text, text
 
 
+@pytest.mark.parametrize("content", [b"\xff\xfe" + SECRET, SECRET + b" {not json", b'{"shape": "' + SECRET + b'"}'])
+@pytest.mark.parametrize("where", ["zarr.json", "X/zarr.json", "model-array"])
+def test_garbage_metadata_is_never_echoed(group, model, where, content):
+    if where == "model-array":
+        path, call = _model_array(model)[0] / "zarr.json", lambda: dxrf.load(model)
+    else:
+        path, call = group / where, lambda: _open_and_read(group)
+    path.write_bytes(content)
+    with pytest.raises(ValueError) as info:
+        call()
+    assert "SECRET" not in str(info.value) and "\\x" not in str(info.value), str(info.value)
+
+
 def test_links_in_model_files_are_refused(stored, model):
     _replace_with_link(model / "zarr.json", stored / "model" / "zarr.json")
     with pytest.raises(ModelFormatError, match=r"link 'zarr.json' -> .*; dxrf model files hold no links"):
