@@ -8,6 +8,7 @@ into [-1, 1]; both transforms run per block.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -16,11 +17,12 @@ import dask.array as da
 import numpy as np
 import zarr
 import zarr.abc.store
+from zarr.storage import LocalStore
 from dask.base import tokenize
 
 from dxrf.core.memory import check_task
 from dxrf.io.storage import group_store
-from dxrf.io.integrity import IntegrityError, checked_reader, describe, verify
+from dxrf.io.integrity import IntegrityError, check_positions, checked_reader, describe, metadata_failure, verify
 from dxrf.core.target_scale import register
 from dxrf.io.layout import DXRF_FORMAT
 
@@ -212,7 +214,7 @@ def _open_group(path: str | os.PathLike | Any, storage_options: Mapping[str, Any
     try:
         group = zarr.open_group(store, mode="r")
     except Exception as exc:  # zarr raises several types for "not a group"
-        raise ValueError(f"{spath!r} is not a zarr group: {exc}") from exc
+        raise ValueError(f"{spath!r} is not a zarr group: {metadata_failure(exc)}") from None
     attrs = dict(group.attrs)
     if "dxrf_format" not in attrs:
         raise ValueError(f"{spath!r} is not a dxrf group: attribute 'dxrf_format' is missing")
@@ -239,7 +241,7 @@ def _group_arrays(group: Any, spath: str, attrs: Mapping[str, Any]) -> dict[str,
                 raise IntegrityError(f"{spath!r}: array {name!r} is missing, but its writer recorded it") from None
             continue
         except Exception as exc:  # zarr raises many types (JSON, codec, shape errors) for corrupt metadata
-            raise ValueError(f"{spath!r} has corrupt array metadata: array {name!r}: {exc}") from exc
+            raise ValueError(f"{spath!r} has corrupt array metadata: array {name!r}: {metadata_failure(exc)}") from None
         if not isinstance(node, zarr.Array):
             raise ValueError(f"{spath!r}: {name!r} is not an array")
         if name not in record:
@@ -263,13 +265,6 @@ def _check_arrays(arrays: Mapping[str, Any], spath: str, attrs: Mapping[str, Any
         raise ValueError(f"{spath!r}: {len(columns)} column names for {zx.shape[1]} columns of X")
     if attrs.get("n_rows") != zx.shape[0]:
         raise IntegrityError(f"{spath!r}: array 'X' has {zx.shape[0]} rows but the group records n_rows={attrs.get('n_rows')!r}")
-    for name, node in arrays.items():  # after the cheap checks: this lists the store
-        verify(node, attrs["arrays"][name], f"{spath!r}: array {name!r}")
-    if zx.chunks != (attrs.get("chunk_rows"), zx.shape[1]):
-        raise IntegrityError(f"{spath!r}: array 'X' has chunks {zx.chunks} but the group records chunk_rows={attrs.get('chunk_rows')!r}")
-    # a task decodes whole chunks: one that cannot fit a worker (or this process) is refused before any read
-    check_task(int(np.prod(zx.chunks)) * zx.dtype.itemsize, f"{spath!r}: one chunk of array 'X' {zx.chunks}",
-               "ingest the data again with a smaller chunk_rows")
     if "y" in arrays and arrays["y"].shape != zx.shape[:1]:
         raise ValueError(f"{spath!r}: array 'y' has shape {arrays['y'].shape} for {zx.shape[0]} rows of X")
     if "y" in arrays:
@@ -279,29 +274,50 @@ def _check_arrays(arrays: Mapping[str, Any], spath: str, attrs: Mapping[str, Any
     for name in ("x_mean", "x_std"):
         if arrays[name].shape != (zx.shape[1],):
             raise ValueError(f"{spath!r}: array {name!r} has shape {arrays[name].shape}, expected ({zx.shape[1]},)")
+    # a task decodes whole chunks: one that cannot fit a worker (or this process) is refused before any read
+    check_task(math.prod(zx.chunks) * zx.dtype.itemsize, f"{spath!r}: one chunk of array 'X' {zx.chunks}",
+               "ingest the data again with a smaller chunk_rows")
+    # all of the above reads only metadata; verify bounds the grid (O(1)) before it lists the store
+    for name, node in arrays.items():
+        verify(node, attrs["arrays"][name], f"{spath!r}: array {name!r}")
+        if isinstance(node.store_path.store, LocalStore):
+            # 4 bytes a chunk on a local disk: a chunk out of place is refused now, before any pass starts
+            # (on an object store that is a request a chunk: there it is checked as each chunk is read)
+            check_positions(node, attrs["arrays"][name].get("crc32c"), f"{spath!r}: array {name!r}")
+    if zx.chunks != (attrs.get("chunk_rows"), zx.shape[1]):
+        raise IntegrityError(f"{spath!r}: array 'X' has chunks {zx.chunks} but the group records chunk_rows={attrs.get('chunk_rows')!r}")
+    if "y" in arrays and arrays["y"].chunks != zx.chunks[:1]:
+        raise IntegrityError(f"{spath!r}: array 'y' has chunks {arrays['y'].chunks}, expected those of X's rows {zx.chunks[:1]}")
     return columns
 
 
-def _lazy_arrays(arrays: Mapping[str, Any], spath: str, classes: Any) -> tuple[da.Array, da.Array | None]:
+def _reader(arrays: Mapping[str, Any], name: str, spath: str, record: Mapping[str, Any]) -> checked_reader:
+    """A checked reader of one stored array, bound to the writer's checksum table (if it kept one)."""
+    return checked_reader(arrays[name], f"{spath!r}: array {name!r}", record[name].get("crc32c"))
+
+
+def _lazy_arrays(
+    arrays: Mapping[str, Any], spath: str, classes: Any, record: Mapping[str, Any]
+) -> tuple[da.Array, da.Array | None]:
     """``X`` and ``y`` (or None) as dask arrays whose chunks are verified as they are read."""
     zx = arrays["X"]
-    X = da.from_array(checked_reader(zx, f"{spath!r}: array 'X'"), chunks=zx.chunks, name=_name("X", zx, spath))
+    X = da.from_array(_reader(arrays, "X", spath, record), chunks=zx.chunks, name=_name("X", zx, spath))
     if "y" not in arrays:
         return X, None
     zy = arrays["y"]
-    y = da.from_array(checked_reader(zy, f"{spath!r}: array 'y'"), chunks=zy.chunks, name=_name("y", zy, spath))
+    y = da.from_array(_reader(arrays, "y", spath, record), chunks=zy.chunks, name=_name("y", zy, spath))
     if isinstance(classes, list):
         y = y.map_blocks(_check_codes, len(classes), spath, dtype=zy.dtype)
     return X, y
 
 
-def _column_stats(arrays: Mapping[str, Any], spath: str, columns: list) -> tuple[np.ndarray, np.ndarray]:
+def _column_stats(
+    arrays: Mapping[str, Any], spath: str, columns: list, attrs: Mapping[str, Any]
+) -> tuple[np.ndarray, np.ndarray]:
     """The stored column means and standard deviations, read and checked."""
-    try:
-        x_mean = np.asarray(arrays["x_mean"][:], dtype=np.float64)
-        x_std = np.asarray(arrays["x_std"][:], dtype=np.float64)
-    except Exception as exc:  # a corrupt chunk: codec errors are RuntimeErrors
-        raise ValueError(f"{spath!r}: cannot read the column statistics: {exc}") from exc
+    record = attrs["arrays"]
+    x_mean = np.asarray(_reader(arrays, "x_mean", spath, record)[:], dtype=np.float64)
+    x_std = np.asarray(_reader(arrays, "x_std", spath, record)[:], dtype=np.float64)
     # the writer stores finite means and positive deviations (1 for a constant column): anything else was changed
     check_column_stats(x_mean, x_std, f"{spath!r}", columns)
     return x_mean, x_std
@@ -351,8 +367,8 @@ def open_zarr(
     arrays = _group_arrays(group, spath, attrs)
     columns = _check_arrays(arrays, spath, attrs)
     classes = attrs.get("classes")
-    X, y = _lazy_arrays(arrays, spath, classes)
-    x_mean, x_std = _column_stats(arrays, spath, columns)
+    X, y = _lazy_arrays(arrays, spath, classes, attrs["arrays"])
+    x_mean, x_std = _column_stats(arrays, spath, columns, attrs)
     ds = ZarrDataset(
         path=spath,
         X=X,

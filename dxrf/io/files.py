@@ -31,6 +31,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from dxrf.core.validation import check_bool
+from dxrf.io.local_store import read_metadata_file
 
 __all__ = [
     "KINDS",
@@ -83,9 +84,10 @@ class DestinationNotWritableError(PermissionError, ValueError):
 
 def _attributes(path: Path) -> dict | None:
     """The attributes of the zarr group at ``path``, or None if it is not one."""
+    raw = read_metadata_file(path / "zarr.json")  # a pipe there would block a plain read forever
     try:
-        doc = json.loads((path / "zarr.json").read_text())
-    except (OSError, ValueError):
+        doc = json.loads(raw) if raw is not None else None
+    except ValueError:
         return None
     if not isinstance(doc, dict) or doc.get("node_type") != "group":
         return None

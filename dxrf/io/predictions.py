@@ -31,7 +31,7 @@ import zarr
 from dxrf.io.files import KIND_ATTR, DestinationExistsError, check_file_destination
 from dxrf.io.storage import atomic_group, atomic_object, group_store, object_errors, resolve, zarr_target
 from dxrf.core.progress import blocks_in_order, compute
-from dxrf.io.integrity import IntegrityError, array_options, checked_reader, describe, verify
+from dxrf.io.integrity import IntegrityError, array_options, checked_reader, describe, metadata_failure, verify
 from dxrf.io.layout import DXRF_FORMAT, default_compressor
 
 __all__ = ["PREDICTION_FORMATS", "open_predictions", "prediction_format", "write_predictions"]
@@ -239,7 +239,7 @@ def open_predictions(
     except KeyError:
         raise ValueError(f"{name!r} is not a prediction group (no array 'y_pred')") from None
     except Exception as exc:  # zarr raises many types for corrupt metadata
-        raise ValueError(f"{name!r} is not a readable prediction group: {exc}") from None
+        raise ValueError(f"{name!r} is not a readable prediction group: {metadata_failure(exc)}") from None
     if not isinstance(node, zarr.Array):
         raise ValueError(f"{name!r}: 'y_pred' is not an array")
     attrs = dict(group.attrs)

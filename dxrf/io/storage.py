@@ -85,8 +85,16 @@ class Location:
         return Location(self.fs.unstrip_protocol(path), path, self.fs, self.storage_options)
 
     def store(self, *, read_only: bool) -> Any:
-        """A zarr store rooted here (a string path for a local location)."""
+        """A zarr store rooted here (a string path for a local location written to).
+
+        A local location read from is a :class:`~dxrf.io.local_store.CheckedLocalStore`
+        (regular files only, no links; its tree checked first).
+        """
         if self.local:
+            if read_only:
+                from dxrf.io.local_store import checked_store
+
+                return checked_store(self.path)
             return self.path
         from zarr.storage import FsspecStore
 
@@ -360,12 +368,15 @@ def local_copy(src: str, storage_options: Mapping[str, Any] | None) -> Iterator[
 
 
 def group_store(
-    path: Any, storage_options: Mapping[str, Any] | None = None, *, what: str = "path"
+    path: Any, storage_options: Mapping[str, Any] | None = None, *, what: str = "path", holds: str = "dxrf groups"
 ) -> tuple[Any, str, Location | None]:
     """``(zarr store or local path, name for messages, location)`` of an existing group, for reading.
 
     ``path`` may be a local path, a URL or a zarr store object (used as it
-    is; location None). A group without its root ``zarr.json`` (also an
+    is; location None). A local group is read through a
+    :class:`~dxrf.io.local_store.CheckedLocalStore` after its tree is checked
+    (``holds`` names what holds no links, for that message). A group without
+    its root ``zarr.json`` (also an
     interrupted publication on an object store) raises a ValueError naming
     the path.
     """
@@ -380,9 +391,12 @@ def group_store(
         p = Path(loc.path)
         if not p.exists():
             raise ValueError(f"{loc.url!r} does not exist")
-        if not (p / "zarr.json").is_file():
+        # lstat only: a link, a pipe or a device there is refused (unread) by the checked store
+        if not os.path.lexists(p / "zarr.json"):
             raise ValueError(f"{loc.url!r} is not a zarr v3 group (no zarr.json)")
-        return loc.path, loc.url, loc
+        from dxrf.io.local_store import checked_store
+
+        return checked_store(loc.path, holds), loc.url, loc
     with object_errors(loc):
         loc.fs.invalidate_cache()
         if not loc.fs.exists(loc.key("zarr.json")):

@@ -21,7 +21,7 @@ import zarr
 from dxrf.core.buffers import thread_buffer
 from dxrf.io.storage import zarr_target
 from dxrf.io.labels import _row
-from dxrf.io.integrity import array_options, describe
+from dxrf.io.integrity import array_options, chunk_checksums, describe
 from dxrf.io.layout import _RESERVED_ATTRS, DXRF_FORMAT, _json_value, default_compressor
 
 
@@ -225,6 +225,11 @@ class _BlockCheck:
         return _BlockStats(n, n_dropped, x_mom, y_mom, y_min, y_max, counts)
 
 
+def record(arr: zarr.Array) -> dict[str, Any]:
+    """The group's record of one finished array: :func:`describe` and its chunk checksum table."""
+    return {**describe(arr), "crc32c": chunk_checksums(arr)}
+
+
 class _Totals:
     """A group's statistics: the blocks' statistics merged in source order."""
 
@@ -271,7 +276,8 @@ class _Totals:
             n_dropped=self.n_dropped,
             chunk_rows=chunk_rows,
             # the root metadata is published last: it vouches for every array's shape, dtype and chunks
-            arrays={name: describe(group[name]) for name in ("X", "y", "x_mean", "x_std") if name in group},
+            # with each chunk's checksum in grid order: a chunk moved or swapped is refused on read
+            arrays={name: record(group[name]) for name in ("X", "y", "x_mean", "x_std") if name in group},
         )
         if self.task == "regression":
             out.update(

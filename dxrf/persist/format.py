@@ -26,7 +26,8 @@ from dxrf.core.persistable import SaveMixin, install_writer, lookup
 from dxrf.core.version import __version__
 from dxrf.io.files import KIND_ATTR
 from dxrf.io.storage import atomic_group, group_store, resolve, zarr_target
-from dxrf.io.integrity import IntegrityError, array_options, verify
+from dxrf.io.integrity import IntegrityError, array_options, checked_reader, chunk_checksums, metadata_failure, verify
+from dxrf.io.local_store import UnsafeFileError
 from dxrf.persist.schema import check_fitted_names, check_fitted_values
 from dxrf.kernels.kernel import FeatureKernel
 from dxrf.stats.feature_stats import FeatureStats
@@ -65,7 +66,8 @@ class _Writer:
         )
         if a.size:
             arr[...] = a
-        return {"__array__": name, "shape": list(a.shape), "dtype": str(a.dtype)}
+        # the chunk's checksum binds it to this entry: a chunk swapped with another array's is refused
+        return {"__array__": name, "shape": list(a.shape), "dtype": str(a.dtype), "crc32c": chunk_checksums(arr)}
 
     def sub(self, kind: str) -> tuple[_Writer, str]:
         name = f"g{self.count}"
@@ -178,6 +180,13 @@ def save(
 # -- decoding -----------------------------------------------------------------------
 
 
+def _table(table: Any, where: str) -> str | None:
+    """A model array's checksum entry (one chunk): None for files written before it."""
+    if table is not None and (not isinstance(table, str) or len(table) != 8):
+        raise ModelFormatError(f"{where}: the model's checksum entry is malformed")
+    return table
+
+
 class _Reader:
     def __init__(self, group: zarr.Group, where: str) -> None:
         self.group = group
@@ -197,21 +206,28 @@ class _Reader:
         except KeyError:
             raise ModelFormatError(f"{self.where}: array {name!r} is missing") from None
         except Exception as exc:  # zarr raises many types for corrupt metadata
-            raise ModelFormatError(f"{self.where}: array {name!r} has corrupt metadata: {exc}") from None
+            raise ModelFormatError(f"{self.where}: array {name!r} has corrupt metadata: {metadata_failure(exc)}") from None
         if list(arr.shape) != list(shape):
             raise ModelFormatError(
                 f"{self.where}: array {name!r} has shape {tuple(arr.shape)}, the model expects {tuple(shape)}"
             )
         if str(arr.dtype) != dtype:
             raise ModelFormatError(f"{self.where}: array {name!r} has dtype {arr.dtype}, the model expects {dtype}")
+        if arr.dtype.kind not in "biuf":
+            raise ModelFormatError(f"{self.where}: array {name!r} has dtype {arr.dtype}; model arrays hold numbers")
+        # dxrf stores each model array as one chunk, uncompressed: with the exact-size check below, what is
+        # allocated is what the file holds (a small file cannot declare a large array); checked from metadata, O(1)
+        if list(arr.chunks) != [max(s, 1) for s in arr.shape]:
+            raise ModelFormatError(
+                f"{self.where}: array {name!r} of shape {tuple(arr.shape)} is stored in chunks of {tuple(arr.chunks)}; "
+                "dxrf model arrays are stored as one chunk"
+            )
+        where = f"{self.where}: array {name!r}"
         try:
-            verify(arr, None, f"{self.where}: array {name!r}", exact_size=True)
+            verify(arr, None, where, exact_size=True)
+            return np.asarray(checked_reader(arr, where, _table(spec.get("crc32c"), where))[...])
         except IntegrityError as exc:
             raise ModelFormatError(str(exc)) from None
-        try:
-            return np.asarray(arr[...])
-        except Exception as exc:  # a corrupt chunk: codec errors are RuntimeErrors
-            raise ModelFormatError(f"{self.where}: array {name!r} cannot be read: {exc}") from None
 
     def value(self, v: Any) -> Any:
         if not isinstance(v, dict):
@@ -237,7 +253,7 @@ class _Reader:
                 except KeyError:
                     raise ModelFormatError(f"{self.where}: group {v[tag]!r} is missing") from None
                 except Exception as exc:  # corrupt metadata
-                    raise ModelFormatError(f"{self.where}: group {v[tag]!r} cannot be read: {exc}") from None
+                    raise ModelFormatError(f"{self.where}: group {v[tag]!r} cannot be read: {metadata_failure(exc)}") from None
                 return sub.decode(tag)
         raise ModelFormatError(f"{self.where}: unknown entry {sorted(v)}")
 
@@ -302,19 +318,6 @@ def _read_estimator(r: _Reader) -> Any:
     return est
 
 
-def _refuse_links(root: Path) -> None:
-    """dxrf writes no links: one inside a model group could make it read files outside it."""
-    # the group itself may be reached through a link the user made (os.walk follows the top); its contents may not
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        for entry in (*dirnames, *filenames):
-            full = Path(dirpath) / entry
-            if full.is_symlink():
-                raise ModelFormatError(
-                    f"{str(root)!r} contains the link {str(full.relative_to(root))!r} -> {os.readlink(full)!r}; "
-                    "dxrf model files hold no links"
-                )
-
-
 def load(
     path: str | os.PathLike | Any, *, with_metadata: bool = False, storage_options: Mapping[str, Any] | None = None
 ) -> Any:
@@ -331,19 +334,19 @@ def load(
         version, or its arrays do not have the shapes the model records.
     """
     try:
-        store, name, loc = group_store(path, storage_options)
+        store, name, loc = group_store(path, storage_options, what="path", holds="dxrf model files")
+    except UnsafeFileError as exc:
+        raise ModelFormatError(str(exc)) from None
     except ValueError as exc:
         local = not isinstance(path, str) or "://" not in path or path.startswith("file://")
         if local and isinstance(path, (str, os.PathLike)):
             raise ModelFormatError(f"{str(path)!r} is not a dxrf model (no zarr group there)") from None
         raise ModelFormatError(f"{exc}; it is not a dxrf model") from None
-    if loc is not None and loc.local:  # object stores hold no links
-        _refuse_links(Path(loc.path))
     path = name
     try:
         root = zarr.open_group(store, mode="r")
     except Exception as exc:  # zarr raises several types for corrupt metadata
-        raise ModelFormatError(f"{str(path)!r} is not a readable zarr group: {exc}") from None
+        raise ModelFormatError(f"{str(path)!r} is not a readable zarr group: {metadata_failure(exc)}") from None
     version = root.attrs.get(MARKER)
     if version is None:
         raise ModelFormatError(f"{str(path)!r} is a zarr group but not a dxrf model (no {MARKER!r} attribute)")

@@ -32,6 +32,7 @@ import zarr
 import dxrf
 import dxrf.io
 from dxrf.io import files as _files
+from dxrf.io.integrity import chunk_checksums
 from dxrf.core.persistable import registered as _registry
 from dxrf.persist.format import ModelFormatError
 
@@ -322,8 +323,9 @@ def _resize_coef(p: Path) -> None:
     grid = {"name": "regular", "configuration": {"chunk_shape": [11]}}
     _edit(a / "zarr.json", lambda d: d.update(shape=[11], chunk_grid=grid))
     shutil.rmtree(a / "c", ignore_errors=True)
-    zarr.open_array(str(a), mode="r+")[:] = np.ones(11)  # a whole, checksummed chunk of the new shape
-    _root_attrs(lambda at: at["fitted"]["coef_"].update(shape=[11]))(p)
+    arr = zarr.open_array(str(a), mode="r+")
+    arr[:] = np.ones(11)  # a whole, checksummed chunk of the new shape
+    _root_attrs(lambda at: at["fitted"]["coef_"].update(shape=[11], crc32c=chunk_checksums(arr)))(p)
 
 
 def _garble_chunks(p: Path) -> None:
@@ -352,7 +354,7 @@ TAMPERING = [
     ("array-shape", lambda p: _edit(_coef_dir(p) / "zarr.json", lambda d: d.update(shape=[3])), "has shape"),
     ("array-dtype", lambda p: _edit(_coef_dir(p) / "zarr.json", lambda d: d.update(data_type="float32")), "dtype float32"),
     ("array-chunk-truncated", _garble_chunks, r"chunk 'c/0' holds 19 bytes; .* takes 84"),
-    ("array-chunk-corrupt", _flip_a_byte, "cannot be read: .*checksum"),
+    ("array-chunk-corrupt", _flip_a_byte, "cannot read .*checksum"),
     ("array-chunk-deleted", lambda p: shutil.rmtree(_coef_dir(p) / "c"), r"chunk 'c/0' .* is missing"),
     ("array-entry-malformed", _root_attrs(lambda at: at["fitted"]["coef_"].pop("shape")), "malformed array entry"),
     ("coef-does-not-fit-kernel", _resize_coef, r"coef_ has shape \(11,\).*10 features"),

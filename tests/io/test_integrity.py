@@ -25,7 +25,7 @@ import zarr
 
 import dxrf
 import dxrf.io
-from dxrf.io.integrity import IntegrityError
+from dxrf.io.integrity import IntegrityError, chunk_checksums
 from dxrf.persist.format import ModelFormatError
 
 rng = np.random.default_rng(0)
@@ -52,8 +52,11 @@ def _flip_byte(path: Path) -> None:
 
 
 def _write_codes(group: Path, values: np.ndarray) -> None:
-    """Rewrite y's first chunk through zarr: a valid checksum around invalid class codes."""
-    zarr.open_array(str(group / "y"), mode="r+")[: values.size] = values
+    """Rewrite y's first chunk through zarr, and its entry in the checksum table: valid checksums around
+    invalid class codes."""
+    arr = zarr.open_array(str(group / "y"), mode="r+")
+    arr[: values.size] = values
+    _edit(group / "zarr.json", lambda d: d["attributes"]["arrays"]["y"].update(crc32c=chunk_checksums(arr)))
 
 
 DATA_CASES = [
@@ -170,7 +173,10 @@ def _fitted_array(p: Path, name: str) -> Path:
 
 
 def _set_array(p: Path, name: str, values) -> None:
-    zarr.open_array(str(_fitted_array(p, name)), mode="r+")[...] = values
+    """Rewrite a model array through zarr, and its checksum entry: a consistent file with other values."""
+    arr = zarr.open_array(str(_fitted_array(p, name)), mode="r+")
+    arr[...] = values
+    _edit(p / "zarr.json", lambda d: d["attributes"]["fitted"][name].update(crc32c=chunk_checksums(arr)))
 
 
 def _link_out(p: Path) -> None:
