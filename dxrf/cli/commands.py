@@ -19,7 +19,7 @@ import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from dxrf.cli.arguments import parse_storage_option, storage_options
+from dxrf.cli.arguments import comma_items, lasting_destination, parse_storage_option, storage_options
 
 __all__ = ["main"]
 
@@ -124,10 +124,7 @@ def _with_client(fn):
 
 
 def _names(text: str) -> list[str]:
-    names = [s.strip() for s in text.split(",") if s.strip()]
-    if not names:
-        raise argparse.ArgumentTypeError(f"expected comma-separated column names, got {text!r}")
-    return names
+    return comma_items(text, "column names")
 
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
@@ -139,7 +136,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     if args.no_header:
         kwargs["header"] = False
     if args.names:
-        kwargs["names"] = [s.strip() for s in args.names.split(",")]
+        kwargs["names"] = args.names
     if args.sep:
         kwargs["sep"] = args.sep
     if args.na_values:
@@ -306,13 +303,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("ingest", help="convert CSV / Parquet / NumPy / LibSVM into a dxrf zarr group", parents=[common])
     p.add_argument("src", help="input file (.csv, .csv.gz, .parquet, .npy, .npz, .svm/.libsvm)")
-    p.add_argument("dest", help="output zarr group (e.g. data.zarr)")
+    p.add_argument("dest", type=lasting_destination, help="output zarr group (e.g. data.zarr)")
     p.add_argument("--target", default=None, help="target column name (CSV/Parquet) or index (NumPy)")
     p.add_argument("--chunk-rows", type=int, default=50_000, help="rows per chunk")
     p.add_argument("--format", default=None, choices=["csv", "parquet", "npy", "npz", "libsvm"],
                    help="source format (default: from the file name's suffix)")
     p.add_argument("--no-header", action="store_true", help="CSV has no header row")
-    p.add_argument("--names", default=None, help="comma-separated column names (CSV without header)")
+    p.add_argument("--names", type=_names, default=None, help="comma-separated column names (CSV without header)")
     p.add_argument("--sep", default=None, help="CSV separator (default: ',', a tab for .tsv)")
     p.add_argument("--na-values", action="append", default=None, help="extra strings read as missing")
     p.add_argument("--missing-level", action="store_true", help="keep missing categories as their own level")

@@ -11,7 +11,7 @@ import dask.array as da
 import numpy as np
 
 from dxrf.io.storage import resolve
-from dxrf.cli.arguments import storage_options
+from dxrf.cli.arguments import comma_items, lasting_destination, storage_options
 
 __all__ = ["add_model_commands", "build_features", "build_model"]
 
@@ -24,15 +24,12 @@ GRID_OPTIONS = ("bandwidth", "n_components", "select", "lam", "rho", "alphas", "
 
 def _numbers(text: str, kind: type, what: str) -> list:
     values = []
-    for v in (v.strip() for v in text.split(",")):
-        if v:
-            try:
-                values.append(kind(v))
-            except ValueError:
-                # argparse's own wording for one bad value
-                raise argparse.ArgumentTypeError(f"invalid {kind.__name__} value: {v!r}") from None
-    if not values:
-        raise argparse.ArgumentTypeError(f"expected comma-separated {what}, got {text!r}")
+    for v in comma_items(text, what):
+        try:
+            values.append(kind(v))
+        except ValueError:
+            # argparse's own wording for one bad value
+            raise argparse.ArgumentTypeError(f"invalid {kind.__name__} value: {v!r}") from None
     return values
 
 
@@ -47,9 +44,7 @@ def _int_list(text: str) -> list[int]:
 def _bandwidths(text: str) -> list[float | str]:
     from dxrf.search import parse_bandwidth
 
-    items = [v.strip() for v in text.split(",") if v.strip()]
-    if not items:
-        raise argparse.ArgumentTypeError(f"expected comma-separated bandwidths, got {text!r}")
+    items = comma_items(text, "bandwidths")
     out: list[float | str] = []
     for v in items:
         try:
@@ -67,7 +62,7 @@ def _bandwidths(text: str) -> list[float | str]:
 
 
 def _select_list(text: str) -> list[str]:
-    values = [v.strip() for v in text.split(",") if v.strip()]
+    values = comma_items(text, "selections")
     bad = [v for v in values if v not in SELECTIONS]
     if bad or not values:
         raise argparse.ArgumentTypeError(f"--select takes a comma-separated list of {', '.join(SELECTIONS)}; got {text!r}")
@@ -455,7 +450,7 @@ def add_model_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
                    help="fit on a numeric y scaled into [-1, 1] (the model keeps the map: predictions are in y's units)")
     p.add_argument("--dtype", choices=["float32", "float64"], default="float32", help="dtype of the features")
     p.add_argument("--seed", type=int, default=0, help="random seed of the features and splits")
-    p.add_argument("--out", required=True, help="model path (a zarr group)")
+    p.add_argument("--out", required=True, type=lasting_destination, help="model path (a zarr group)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing model at --out")
     p.set_defaults(func=client_runner(cmd_fit), precheck=_check_out)
 
@@ -463,7 +458,7 @@ def add_model_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
                        parents=[common])
     p.add_argument("model", help="a model saved by `dxrf fit`")
     p.add_argument("data", help="a dxrf zarr group with the model's columns")
-    p.add_argument("--out", required=True,
+    p.add_argument("--out", required=True, type=lasting_destination,
                    help="predictions: P.zarr (array y_pred), P.csv or P.parquet (column 'prediction': the value, "
                         "or the class label)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing OUT")

@@ -8,7 +8,7 @@ from sklearn.base import RegressorMixin
 
 from dxrf.core.errors import ModelFormatError
 from dxrf.core.persistable import MODEL, fitted
-from dxrf.core.validation import check_nonnegative, check_parameters, rule
+from dxrf.core.validation import check_bool, check_nonnegative, check_parameters, rule
 from dxrf.core.weights import check_sample_weight
 from dxrf.stats.feature_stats import FeatureStats
 from dxrf.learners._base import RandomFeatureModel, TargetScaleMixin, linear_predict
@@ -35,6 +35,7 @@ RIDGE_FITTED = fitted(
 #: ``alpha`` (a non-negative number) and ``alphas`` (None or a 1-d grid), checked once per fit
 RIDGE_RULES = {
     "alpha": rule(check_nonnegative),
+    "fit_intercept": rule(check_bool),
     "alphas": rule(check_alpha_grid, named=False, passes=(None,)),
 }
 
