@@ -207,7 +207,9 @@ def _open(path: str, metadata: dict | None = None, options: dict | None = None):
     import dxrf.io
     from dxrf.io.dataset import check_column_stats
 
-    data = dxrf.io.open_zarr(path, storage_options=options)
+    data = _open_data(path, options)
+    if metadata:
+        _check_columns(data, metadata, path)  # by name, before the count is compared below
     X = data.X
     if metadata and metadata.get("x_mean") is not None:
         mean = np.asarray(metadata["x_mean"], dtype=np.float32)
@@ -224,8 +226,16 @@ def _check_columns(data, metadata: dict, path: str) -> None:
     if expected is not None and list(data.columns) != list(expected):
         missing = [c for c in expected if c not in set(data.columns)]
         extra = [c for c in data.columns if c not in set(expected)]
-        detail = f"missing {missing[:3]}" if missing else f"unexpected {extra[:3]}"
-        raise ValueError(f"{path} does not have the model's columns ({detail}); ingest it with the training levels")
+        parts = [f"{len(missing)} missing: {_few(missing)}"] * bool(missing) + [f"{len(extra)} extra: {_few(extra)}"] * bool(extra)
+        detail = "; ".join(parts) or "they are in another order"
+        raise ValueError(
+            f"{path} does not have the model's {len(expected)} columns ({detail}); ingest it again "
+            "with the training levels: dxrf ingest SRC DEST --levels-from TRAIN.zarr"
+        )
+
+
+def _few(names: list, k: int = 5) -> str:
+    return ", ".join(map(repr, names[:k])) + (f" and {len(names) - k} more" if len(names) > k else "")
 
 
 def _check_two_classes(data, path: str) -> None:
@@ -255,17 +265,57 @@ def _check_predictions_out(args: argparse.Namespace) -> None:
     _check_out(args, "predictions" if prediction_format(args.out) == "zarr" else "file")
 
 
+def _open_data(path: str, options: dict | None):
+    """``open_zarr`` with the command's name in the advice for a file that is not a group."""
+    import dxrf.io
+
+    try:
+        return dxrf.io.open_zarr(path, storage_options=options)
+    except ValueError as exc:
+        text = str(exc)
+        if text.endswith("write it with dxrf.io.ingest"):
+            raise ValueError(text.replace("dxrf.io.ingest", f"'dxrf ingest {path} DATA.zarr' first")) from None
+        raise
+
+
+def _fit_inputs(args: argparse.Namespace):
+    """The data of ``dxrf fit``, opened and checked (before any cluster starts; kept for the command)."""
+    if getattr(args, "_inputs", None) is None:
+        _check_out(args)
+        data = _open_data(args.data, storage_options(args))
+        if data.y is None:
+            raise ValueError(f"{args.data} has no target array y; ingest it with --target")
+        if data.classes is not None:
+            _check_two_classes(data, args.data)
+        args._inputs = data
+    return args._inputs
+
+
+def _model_inputs(args: argparse.Namespace, *, need_y: bool):
+    """(model, metadata, data, X) of ``predict``/``evaluate``, loaded and checked before any cluster starts."""
+    import dxrf
+
+    if getattr(args, "_inputs", None) is None:
+        model, metadata = dxrf.load(args.model, with_metadata=True, storage_options=storage_options(args))
+        data, X = _open(args.data, metadata, storage_options(args))
+        _check_columns(data, metadata, args.data)
+        if need_y and data.y is None:
+            raise ValueError(f"{args.data} has no target array y to evaluate against")
+        args._inputs = (model, metadata, data, X)
+    return args._inputs
+
+
+def _predict_precheck(args: argparse.Namespace) -> None:
+    _check_predictions_out(args)
+    _model_inputs(args, need_y=False)
+
+
 def cmd_fit(args: argparse.Namespace) -> int:
     import dxrf
     import dxrf.io
 
-    _check_out(args)  # again, in case cmd_fit is called without the command line's precheck
-    data = dxrf.io.open_zarr(args.data, storage_options=storage_options(args))
-    if data.y is None:
-        raise ValueError(f"{args.data} has no target array y; ingest it with --target")
+    data = _fit_inputs(args)
     classification = data.classes is not None
-    if classification:
-        _check_two_classes(data, args.data)
     metadata: dict = {"columns": list(data.columns), "classes": None if not classification else list(map(str, data.classes))}
     X = data.X
     if args.standardize:
@@ -359,9 +409,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from dxrf.core.options import get_options
 
     prediction_format(args.out)  # a bad suffix fails before any work
-    model, metadata = dxrf.load(args.model, with_metadata=True, storage_options=storage_options(args))
-    data, X = _open(args.data, metadata, storage_options(args))
-    _check_columns(data, metadata, args.data)
+    model, metadata, data, X = _model_inputs(args, need_y=False)
     pred = model.predict(X)
     attrs = {"model": resolve(args.model).url, "source": resolve(args.data).url}
     classes = metadata.get("classes")
@@ -384,11 +432,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from dxrf.core.options import get_options
     from dxrf.core.progress import compute
 
-    model, metadata = dxrf.load(args.model, with_metadata=True, storage_options=storage_options(args))
-    data, X = _open(args.data, metadata, storage_options(args))
-    _check_columns(data, metadata, args.data)
-    if data.y is None:
-        raise ValueError(f"{args.data} has no target array y to evaluate against")
+    model, metadata, data, X = _model_inputs(args, need_y=True)
     pred = model.predict(X)
     if metadata.get("classes") is not None:
         correct = (pred.astype(np.int64) == data.y.astype(np.int64)).sum()
@@ -452,7 +496,7 @@ def add_model_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     p.add_argument("--seed", type=int, default=0, help="random seed of the features and splits")
     p.add_argument("--out", required=True, type=lasting_destination, help="model path (a zarr group)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing model at --out")
-    p.set_defaults(func=client_runner(cmd_fit), precheck=_check_out)
+    p.set_defaults(func=client_runner(cmd_fit), precheck=_fit_inputs)
 
     p = sub.add_parser("predict", help="predict with a saved model into a .zarr, .csv or .parquet file, chunk by chunk",
                        parents=[common])
@@ -462,9 +506,9 @@ def add_model_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
                    help="predictions: P.zarr (array y_pred), P.csv or P.parquet (column 'prediction': the value, "
                         "or the class label)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing OUT")
-    p.set_defaults(func=client_runner(cmd_predict), precheck=_check_predictions_out)
+    p.set_defaults(func=client_runner(cmd_predict), precheck=_predict_precheck)
 
     p = sub.add_parser("evaluate", help="print a saved model's metrics on a dxrf zarr group", parents=[common])
     p.add_argument("model", help="a model saved by `dxrf fit`")
     p.add_argument("data", help="a dxrf zarr group with the model's columns and a target")
-    p.set_defaults(func=client_runner(cmd_evaluate))
+    p.set_defaults(func=client_runner(cmd_evaluate), precheck=lambda a: _model_inputs(a, need_y=True))
