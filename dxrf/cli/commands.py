@@ -222,7 +222,12 @@ def _cmd_info(args: argparse.Namespace) -> int:
     options = storage_options(args)
     if is_prediction_group(args.path, options):
         return _info_predictions(args.path, options)
-    ds = io.open_zarr(args.path, storage_options=options)
+    try:
+        ds = io.open_zarr(args.path, storage_options=options)
+    except ValueError as exc:
+        if "is not a dxrf group" not in str(exc):
+            raise
+        return _info_model(args.path, options, exc)
     X = ds.X
     print(f"path:     {args.path}")
     print(f"rows:     {X.shape[0]}")
@@ -234,6 +239,39 @@ def _cmd_info(args: argparse.Namespace) -> int:
     names = list(ds.columns)
     shown = ", ".join(names[:8]) + (f", ... ({len(names) - 8} more)" if len(names) > 8 else "")
     print(f"names:    {shown}")
+    return 0
+
+
+def _info_model(path: str, options: dict | None, not_data: Exception) -> int:
+    """``dxrf info`` on a model file: what it is, what it was fitted on, what it predicts."""
+    import dxrf
+
+    try:
+        model, metadata = dxrf.load(path, with_metadata=True, storage_options=options)
+    except ValueError as exc:
+        if "not a dxrf model" in str(exc):
+            raise not_data from None  # neither a data group nor a model: the data group's message
+        raise
+    kernel = getattr(model, "kernel_", None)
+    print(f"path:     {path}")
+    print(f"model:    {type(model).__name__}")
+    if kernel is not None:
+        print(f"features: {kernel.n_components} ({kernel.activation})")
+    columns = (metadata or {}).get("columns")
+    n_in = getattr(model, "n_features_in_", None)
+    if columns:
+        shown = ", ".join(map(str, columns[:8])) + (f", ... ({len(columns) - 8} more)" if len(columns) > 8 else "")
+        print(f"inputs:   {len(columns)} columns: {shown}")
+    elif n_in is not None:
+        print(f"inputs:   {n_in} columns")
+    classes = getattr(model, "classes_", None)
+    classes = (metadata or {}).get("classes") or (None if classes is None else [c.item() if hasattr(c, "item") else c for c in classes])
+    if classes:
+        print(f"classes:  {list(classes)}")
+    elif callable(getattr(model, "predict", None)):
+        print("predicts: a number (regression)")
+    else:
+        print("predicts: nothing (a feature map: transform only)")
     return 0
 
 
@@ -409,6 +447,26 @@ def _broken_pipe() -> int:
     return 1  # the status Python itself exits with on EPIPE
 
 
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM ends a command as Ctrl-C does: its writers remove their temporary files on the way out."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dxrf`` command."""
     from dxrf.io.files import DestinationExistsError
@@ -423,7 +481,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             _broken_pipe()
         raise
     try:
-        with _quiet_distributed(), _one_line_warnings():
+        with _quiet_distributed(), _one_line_warnings(), _terminate_as_interrupt():
             status = int(args.func(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, inside the handler below
         return status

@@ -297,6 +297,11 @@ def _model_inputs(args: argparse.Namespace, *, need_y: bool):
 
     if getattr(args, "_inputs", None) is None:
         model, metadata = dxrf.load(args.model, with_metadata=True, storage_options=storage_options(args))
+        if not callable(getattr(model, "predict", None)):  # a feature map or selector saved on its own
+            raise ValueError(
+                f"{args.model} holds a {type(model).__name__}, which transforms data but does not predict; "
+                "predict and evaluate take a model saved by 'dxrf fit'"
+            )
         data, X = _open(args.data, metadata, storage_options(args))
         _check_columns(data, metadata, args.data)
         if need_y and data.y is None:
@@ -476,7 +481,7 @@ def add_model_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     p.add_argument("--pieces", type=int, default=2, help="maxout pieces")
     p.add_argument("--select", type=_select_list, default=None,
                    help=f"feature selections, comma-separated: {', '.join(SELECTIONS)} (default none)")
-    p.add_argument("--n-components", type=_int_list, default=None, help="M, the numbers of features (default 200; search 100,300)")
+    p.add_argument("--n-components", type=_int_list, default=None, help="M, the numbers of features (default: the search tries 100,300,1000; a plain fit uses 200)")
     p.add_argument("--n-candidates", type=int, default=None, help="M0 (default 10 M with --select)")
     p.add_argument("--lam", type=_float_list, default=None, help="ELSS leverage penalties (default 1e-3)")
     p.add_argument("--method", choices=["sample", "top"], default=None, help="draw of elss and lkrf (default sample)")
