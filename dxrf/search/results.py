@@ -137,18 +137,21 @@ def warn_at_edges(grid: SearchGrid, best: dict, bandwidth_values: list[float], c
 def format_table(results: dict, top: int = 20, score: str = "R^2") -> str:
     """The best ``top`` configurations, best first, as fixed-width text."""
     order = np.argsort(results["rank_test_score"], kind="stable")[:top]
-    lines = [f"{'rank':>4}  {'bandwidth':>12}  {'selection':>11}  {'lam/rho':>8}  {'M':>6}  {'alpha':>9}  "
+    bw_texts = {i: _bandwidth_text(results, i) for i in order}
+    w = max([12, *map(len, bw_texts.values())])  # 'median*0.25=0.123' is wider than the default column
+    lines = [f"{'rank':>4}  {'bandwidth':>{w}}  {'selection':>11}  {'lam/rho':>8}  {'M':>6}  {'alpha':>9}  "
              f"{'valid ' + score:>10}  {'valid MSE':>10}"]
     for i in order:
         extra = results["param_lam"][i] if results["param_lam"][i] is not None else results["param_rho"][i]
         extra = "-" if extra is None else f"{extra:.3g}"
-        bw = results["param_bandwidth"][i]
-        bw_text = f"{bw}" if isinstance(bw, str) else f"{bw:.4g}"
-        if isinstance(bw, str):
-            bw_text = f"{bw}={results['bandwidth_value'][i]:.3g}"
         lines.append(
-            f"{results['rank_test_score'][i]:>4}  {bw_text:>12}  {results['param_selection'][i]:>11}  {extra:>8}  "
+            f"{results['rank_test_score'][i]:>4}  {bw_texts[i]:>{w}}  {results['param_selection'][i]:>11}  {extra:>8}  "
             f"{results['param_n_components'][i]:>6}  {results['param_alpha'][i]:>9.3g}  "
             f"{results['mean_test_score'][i]:>10.5f}  {results['mean_validation_mse'][i]:>10.5g}"
         )
     return "\n".join(lines)
+
+
+def _bandwidth_text(results: dict, i: int) -> str:
+    bw = results["param_bandwidth"][i]
+    return f"{bw}={results['bandwidth_value'][i]:.3g}" if isinstance(bw, str) else f"{bw:.4g}"

@@ -92,3 +92,21 @@ def test_sigterm_during_ingest_leaves_nothing(tmp_path):
     assert proc.returncode == 130, (proc.returncode, err, out)
     assert "dxrf: interrupted" in err and "Traceback" not in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["big.csv"]
+
+
+@pytest.mark.parametrize("spec,value", [("median*0.25", 0.1234), ("median*16", 1234.5678), ("median", 1e-7), (1.5, 1.5)])
+def test_results_table_columns_line_up(spec, value):
+    from dxrf.search.results import format_table
+
+    obj = lambda *v: np.array(list(v), dtype=object)  # noqa: E731
+    results = {
+        "rank_test_score": np.array([1, 2]), "param_lam": obj(None, 1e-3), "param_rho": obj(None, None),
+        "param_bandwidth": obj(spec, 2.0), "bandwidth_value": np.array([value, 2.0]),
+        "param_selection": np.array(["none", "elss-sample"]), "param_n_components": np.array([100, 1000]),
+        "param_alpha": np.array([1e-3, 1e-10]), "mean_test_score": np.array([0.9, 0.8]),
+        "mean_validation_mse": np.array([0.1, 0.2]),
+    }
+    lines = format_table(results).splitlines()
+    assert len({len(line) for line in lines}) == 1, lines
+    col = lines[0].index("bandwidth") + len("bandwidth")
+    assert all(line[col - 1] != " " for line in lines[1:]), lines  # right-aligned under its header
