@@ -160,13 +160,21 @@ def _check_stray_text(scan: _Scan, col: str, opts: _TableOptions) -> None:
     """
     if col in opts.forced_categorical or col not in scan.first_text:
         return
-    if col in scan.numeric_seen or _mostly_numbers(scan.levels.get(col, set())):
+    levels = scan.levels.get(col, set())
+    control = next((v for v in levels if isinstance(v, str) and any(ch < " " for ch in v)), None)
+    # a NUL or another control character is damage, never a category
+    if control is not None or (_mostly_numbers(levels) and not _has_codes(levels)):
         v, r = scan.first_text[col]
         raise ValueError(
             f"column {col!r} holds numbers but has the value {v!r} at row {r}, which is not a number; fix it, "
             f"read such values as missing (na_values=[{v!r}], --na-values), or declare the column categorical "
             f"(categorical=[{col!r}])"
         )
+
+
+def _has_codes(levels: set) -> bool:
+    """Whether some level is a number written as a code would be (``01``, ``007``): then text levels are codes too."""
+    return any(isinstance(v, str) and len(v) > 1 and v[0] == "0" and v[1].isdigit() for v in levels)
 
 
 def _build_schema(scan: _Scan, opts: _TableOptions, str_columns: set[str]) -> _TableSchema:

@@ -113,3 +113,13 @@ def test_dates_from_a_transform_refused(tmp_path):
 
     with pytest.raises(ValueError, match=r"column 'when' holds dates or times"):
         dxrf.io.ingest(src, tmp_path / "o.zarr", target="y", transform=with_date)
+
+
+def test_codes_with_leading_zeros_stay_categorical(tmp_path):
+    src = _csv(tmp_path, ["01", "2", "01", "A7", "007"])
+    dxrf.io.ingest(src, tmp_path / "o.zarr", target="y")
+    assert dxrf.io.open_zarr(tmp_path / "o.zarr").columns == ["a", "b=007", "b=01", "b=2", "b=A7"]
+    # ... but a control character is damage even among codes
+    src = _csv(tmp_path, ["01", "2", "x\x00", "A7"], name="nul.csv")
+    with pytest.raises(ValueError, match=r"column 'b' holds numbers but has the value"):
+        dxrf.io.ingest(src, tmp_path / "n.zarr", target="y")
