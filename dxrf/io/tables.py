@@ -161,7 +161,7 @@ def _check_stray_text(scan: _Scan, col: str, opts: _TableOptions) -> None:
     if col in opts.forced_categorical or col not in scan.first_text:
         return
     levels = scan.levels.get(col, set())
-    control = next((v for v in levels if isinstance(v, str) and any(ch < " " for ch in v)), None)
+    control = next((v for v in levels if isinstance(v, str) and any(ch < " " and ch not in "\t\n\r" for ch in v)), None)
     # a NUL or another control character is damage, never a category
     if control is not None or (_mostly_numbers(levels) and not _has_codes(levels)):
         v, r = scan.first_text[col]
