@@ -62,6 +62,44 @@ def _wait_for_workers(client: distributed.Client, address: str, wait: float) -> 
         ) from None
 
 
+#: seconds a first TCP connection to a scheduler may take before it is reported unreachable
+PROBE_SECONDS = 3.0
+
+
+def probe_scheduler(address: str, timeout: float = PROBE_SECONDS) -> None:
+    """Fail at once, with ``ConnectionError``, when nothing listens at a scheduler's address.
+
+    distributed retries a refused connection until its connect timeout (30 s
+    by default) before failing; one plain TCP connection answers in
+    milliseconds. Only ``tcp://`` and ``tls://`` addresses are probed, and a
+    scheduler that answers but has no workers is still waited for
+    (``wait_for_workers``).
+    """
+    import socket
+    from urllib.parse import urlsplit
+
+    scheme, sep, _ = address.partition("://")
+    if sep and scheme not in ("tcp", "tls"):
+        return
+    try:
+        parts = urlsplit(address if sep else f"tcp://{address}")
+        host, port = parts.hostname, parts.port
+    except ValueError as exc:
+        raise ValueError(f"scheduler address {address!r} is malformed: {exc}") from None
+    if not host or port is None:
+        raise ValueError(f"scheduler address {address!r} needs a host and a port, e.g. tcp://host:8786")
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except socket.timeout:
+        raise ConnectionError(f"cannot reach the scheduler at {address}: no answer within {timeout:g} s") from None
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ConnectionError(
+            f"cannot reach the scheduler at {address}: {reason.lower()}; is a scheduler running there "
+            f"('dask scheduler'), and is the address right?"
+        ) from None
+
+
 def scheduler_address(address: str | None = None) -> str | None:
     """The scheduler to attach to: ``address``, else ``$DASK_SCHEDULER_ADDRESS``, else None."""
     if address:
@@ -163,6 +201,7 @@ def get_client(
         if target.startswith("tls://") and security is None:
             _check_tls_configured(target)
         wait = wait_for_workers_seconds(wait_for_workers)
+        probe_scheduler(target)
         client = Client(target, **kwargs)
         _wait_for_workers(client, target, wait)
         return client

@@ -198,7 +198,7 @@ def run(args: argparse.Namespace) -> dict:
                     est = seed_search(data, [sigma], seed, args, exp.log)
                 per_seed.append(evaluate_seed(data, est, sigma, seed, args, exp.log))
                 say(f"   seed {seed}: " + ", ".join(f"{k} {per_seed[-1][(k, max(args.m))]['test']:.4f}" for k in METHODS)
-                    + f"  (M = {max(args.m)}; {exp.log.seconds():.0f} s)")
+                    + f"  (M = {max(args.m)}; {exp.log.seconds():.0f} s since the start)")
             errs = {k: {m: [s[(k, m)]["test"] for s in per_seed] for m in args.m} for k in METHODS}
             chosen = {k: {m: [s[(k, m)]["params"] for s in per_seed] for m in args.m} for k in METHODS}
             majority = None if data.regression else 1.0 - float(max(np.mean(data.Ytm == c) for c in (0, 1)))

@@ -153,7 +153,7 @@ def run(args: argparse.Namespace) -> dict:
                 "std": {a: {p: [mean_std(v)[1] for v in curves[a][p]] for p in ("train", "test")} for a in curves},
                 "baseline": float(np.var(data.Ytm)) if data.regression else 1.0 - float(max(np.mean(data.Ytm == c) for c in (0, 1))),
             }
-            say(f"   done ({exp.log.seconds():.0f} s)")
+            say(f"   done ({exp.log.seconds():.0f} s since the start)")
 
     def draw(ax, r: dict) -> None:
         for c, alg in zip(("C0", "C3"), SELECTIONS):

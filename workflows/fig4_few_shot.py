@@ -153,7 +153,7 @@ def run(args: argparse.Namespace) -> dict:
                 "mean": {meth: {str(k): mean_std(v)[0] for k, v in d.items()} for meth, d in errs.items()},
                 "std": {meth: {str(k): mean_std(v)[1] for k, v in d.items()} for meth, d in errs.items()},
             }
-            say(f"   done ({exp.log.seconds():.0f} s)")
+            say(f"   done ({exp.log.seconds():.0f} s since the start)")
 
     def draw(ax, r: dict) -> None:
         for meth in METHODS:

@@ -123,7 +123,7 @@ def run(args: argparse.Namespace) -> dict:
                 best_fits = choose(fits)
                 per_seed.append({key: (float(f.err["test"][j]), float(f.alphas[j])) for key, (f, j) in best_fits.items()})
                 say(f"   seed {seed}: " + ", ".join(f"{k} {per_seed[-1][(k, max(args.m))][0]:.4f}" for k in METHODS)
-                    + f" at M = {max(args.m)} ({exp.log.seconds():.0f} s)")
+                    + f" at M = {max(args.m)} ({exp.log.seconds():.0f} s since the start)")
             errs = {k: {m: [s[(k, m)][0] for s in per_seed] for m in args.m} for k in METHODS}
             alphas = {k: {m: [s[(k, m)][1] for s in per_seed] for m in args.m} for k in METHODS}
             means = {k: [mean_std(errs[k][m])[0] for m in args.m] for k in METHODS}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-__all__ = ["parse_storage_option", "storage_options"]
+__all__ = ["comma_items", "lasting_destination", "parse_storage_option", "storage_options"]
 
 
 def parse_storage_option(text: str) -> tuple[str, object]:
@@ -28,3 +28,26 @@ def storage_options(args: argparse.Namespace) -> dict | None:
     """
     pairs = getattr(args, "storage_option", None) or []
     return dict(pairs) or None
+
+
+def comma_items(text: str, what: str) -> list[str]:
+    """The items of a comma-separated option, stripped; an empty item is refused, never dropped.
+
+    ``1,,2`` or a trailing comma is a typo that would otherwise change the
+    grid (or the column names) silently.
+    """
+    items = [v.strip() for v in text.split(",")]
+    if not any(items):
+        raise argparse.ArgumentTypeError(f"expected comma-separated {what}, got {text!r}")
+    if not all(items):
+        raise argparse.ArgumentTypeError(f"empty item in the comma-separated {what} {text!r} (item {items.index('') + 1})")
+    return items
+
+
+def lasting_destination(text: str) -> str:
+    """An output of a command: a path or a URL that outlives the process (``memory://`` does not)."""
+    if text.strip().lower().startswith("memory:"):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is an in-memory store, which is gone when the command exits; give a path or an object-store URL"
+        )
+    return text

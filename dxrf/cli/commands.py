@@ -19,7 +19,7 @@ import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from dxrf.cli.arguments import parse_storage_option, storage_options
+from dxrf.cli.arguments import comma_items, lasting_destination, parse_storage_option, storage_options
 
 __all__ = ["main"]
 
@@ -124,10 +124,7 @@ def _with_client(fn):
 
 
 def _names(text: str) -> list[str]:
-    names = [s.strip() for s in text.split(",") if s.strip()]
-    if not names:
-        raise argparse.ArgumentTypeError(f"expected comma-separated column names, got {text!r}")
-    return names
+    return comma_items(text, "column names")
 
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
@@ -139,7 +136,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     if args.no_header:
         kwargs["header"] = False
     if args.names:
-        kwargs["names"] = [s.strip() for s in args.names.split(",")]
+        kwargs["names"] = args.names
     if args.sep:
         kwargs["sep"] = args.sep
     if args.na_values:
@@ -218,26 +215,6 @@ def _info_predictions(path: str, options: dict | None) -> int:
     return 0
 
 
-def _info_model(path: str, options: dict | None) -> int:
-    import dxrf
-    from dxrf.cli.models import fitted_bandwidth
-    from dxrf.features.maps import format_bandwidth
-
-    model = dxrf.load(path, storage_options=options)
-    print(f"path:      {path}")
-    print(f"content:   a model, {type(model).__name__}")
-    kernel = getattr(model, "kernel_", None)
-    if kernel is None:
-        print("fitted:    no")
-        return 0
-    features = getattr(model, "features_", model)
-    print(f"features:  {type(features).__name__}, {kernel.n_components} features of {kernel.n_features_in} input columns")
-    bandwidth = fitted_bandwidth(model) if features is not model else getattr(model, "bandwidth_", None)
-    if bandwidth is not None:
-        print(f"bandwidth: {format_bandwidth(bandwidth)}")
-    return 0
-
-
 def _cmd_info(args: argparse.Namespace) -> int:
     from dxrf import io
     from dxrf.io.files import group_kind
@@ -250,7 +227,12 @@ def _cmd_info(args: argparse.Namespace) -> int:
     loc = resolve(args.path, options)
     if loc.local and group_kind(loc.path) == "model":
         return _info_model(args.path, options)
-    ds = io.open_zarr(args.path, storage_options=options)
+    try:
+        ds = io.open_zarr(args.path, storage_options=options)
+    except ValueError as exc:
+        if "is not a dxrf group" not in str(exc):
+            raise
+        return _info_model(args.path, options, exc)
     X = ds.X
     print(f"path:     {args.path}")
     print(f"rows:     {X.shape[0]}")
@@ -262,6 +244,46 @@ def _cmd_info(args: argparse.Namespace) -> int:
     names = list(ds.columns)
     shown = ", ".join(names[:8]) + (f", ... ({len(names) - 8} more)" if len(names) > 8 else "")
     print(f"names:    {shown}")
+    return 0
+
+
+def _info_model(path: str, options: dict | None, not_data: Exception | None = None) -> int:
+    """``dxrf info`` on a model file: what it is, its features and bandwidth, what it was fitted on, what it predicts."""
+    import dxrf
+    from dxrf.cli.models import fitted_bandwidth
+    from dxrf.features.maps import format_bandwidth
+
+    try:
+        model, metadata = dxrf.load(path, with_metadata=True, storage_options=options)
+    except ValueError as exc:
+        if not_data is not None and "not a dxrf model" in str(exc):
+            raise not_data from None  # neither a data group nor a model: the data group's message
+        raise
+    kernel = getattr(model, "kernel_", None)
+    print(f"path:     {path}")
+    print(f"model:    {type(model).__name__}")
+    if kernel is not None:
+        features = getattr(model, "features_", model)
+        print(f"features: {type(features).__name__}, {kernel.n_components} features of {kernel.n_features_in} "
+              f"input columns ({kernel.activation})")
+        bandwidth = fitted_bandwidth(model) if features is not model else getattr(model, "bandwidth_", None)
+        if bandwidth is not None:
+            print(f"bandwidth: {format_bandwidth(bandwidth)}")
+    columns = (metadata or {}).get("columns")
+    n_in = getattr(model, "n_features_in_", None)
+    if columns:
+        shown = ", ".join(map(str, columns[:8])) + (f", ... ({len(columns) - 8} more)" if len(columns) > 8 else "")
+        print(f"inputs:   {len(columns)} columns: {shown}")
+    elif n_in is not None:
+        print(f"inputs:   {n_in} columns")
+    classes = getattr(model, "classes_", None)
+    classes = (metadata or {}).get("classes") or (None if classes is None else [c.item() if hasattr(c, "item") else c for c in classes])
+    if classes:
+        print(f"classes:  {list(classes)}")
+    elif callable(getattr(model, "predict", None)):
+        print("predicts: a number (regression)")
+    else:
+        print("predicts: nothing (a feature map: transform only)")
     return 0
 
 
@@ -331,13 +353,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("ingest", help="convert CSV / Parquet / NumPy / LibSVM into a dxrf zarr group", parents=[common])
     p.add_argument("src", help="input file (.csv, .csv.gz, .parquet, .npy, .npz, .svm/.libsvm)")
-    p.add_argument("dest", help="output zarr group (e.g. data.zarr)")
+    p.add_argument("dest", type=lasting_destination, help="output zarr group (e.g. data.zarr)")
     p.add_argument("--target", default=None, help="target column name (CSV/Parquet) or index (NumPy)")
     p.add_argument("--chunk-rows", type=int, default=50_000, help="rows per chunk")
     p.add_argument("--format", default=None, choices=["csv", "parquet", "npy", "npz", "libsvm"],
                    help="source format (default: from the file name's suffix)")
     p.add_argument("--no-header", action="store_true", help="CSV has no header row")
-    p.add_argument("--names", default=None, help="comma-separated column names (CSV without header)")
+    p.add_argument("--names", type=_names, default=None, help="comma-separated column names (CSV without header)")
     p.add_argument("--sep", default=None, help="CSV separator (default: ',', a tab for .tsv)")
     p.add_argument("--na-values", action="append", default=None, help="extra strings read as missing")
     p.add_argument("--missing-level", action="store_true", help="keep missing categories as their own level")
@@ -437,6 +459,26 @@ def _broken_pipe() -> int:
     return 1  # the status Python itself exits with on EPIPE
 
 
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM ends a command as Ctrl-C does: its writers remove their temporary files on the way out."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dxrf`` command."""
     from dxrf.io.files import DestinationExistsError
@@ -451,7 +493,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             _broken_pipe()
         raise
     try:
-        with _quiet_distributed(), _one_line_warnings():
+        with _quiet_distributed(), _one_line_warnings(), _terminate_as_interrupt():
             status = int(args.func(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, inside the handler below
         return status

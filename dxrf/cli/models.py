@@ -11,7 +11,7 @@ import dask.array as da
 import numpy as np
 
 from dxrf.io.storage import resolve
-from dxrf.cli.arguments import storage_options
+from dxrf.cli.arguments import comma_items, lasting_destination, storage_options
 
 __all__ = ["add_model_commands", "build_features", "build_model"]
 
@@ -24,15 +24,12 @@ GRID_OPTIONS = ("bandwidth", "n_components", "select", "lam", "rho", "alphas", "
 
 def _numbers(text: str, kind: type, what: str) -> list:
     values = []
-    for v in (v.strip() for v in text.split(",")):
-        if v:
-            try:
-                values.append(kind(v))
-            except ValueError:
-                # argparse's own wording for one bad value
-                raise argparse.ArgumentTypeError(f"invalid {kind.__name__} value: {v!r}") from None
-    if not values:
-        raise argparse.ArgumentTypeError(f"expected comma-separated {what}, got {text!r}")
+    for v in comma_items(text, what):
+        try:
+            values.append(kind(v))
+        except ValueError:
+            # argparse's own wording for one bad value
+            raise argparse.ArgumentTypeError(f"invalid {kind.__name__} value: {v!r}") from None
     return values
 
 
@@ -47,9 +44,7 @@ def _int_list(text: str) -> list[int]:
 def _bandwidths(text: str) -> list[float | str]:
     from dxrf.search import parse_bandwidth
 
-    items = [v.strip() for v in text.split(",") if v.strip()]
-    if not items:
-        raise argparse.ArgumentTypeError(f"expected comma-separated bandwidths, got {text!r}")
+    items = comma_items(text, "bandwidths")
     out: list[float | str] = []
     for v in items:
         try:
@@ -81,7 +76,7 @@ def _seconds(text: str) -> float:
 
 
 def _select_list(text: str) -> list[str]:
-    values = [v.strip() for v in text.split(",") if v.strip()]
+    values = comma_items(text, "selections")
     bad = [v for v in values if v not in SELECTIONS]
     if bad or not values:
         raise argparse.ArgumentTypeError(f"--select takes a comma-separated list of {', '.join(SELECTIONS)}; got {text!r}")
@@ -243,7 +238,9 @@ def _open(path: str, metadata: dict | None = None, options: dict | None = None):
     import dxrf.io
     from dxrf.io.dataset import check_column_stats
 
-    data = dxrf.io.open_zarr(path, storage_options=options)
+    data = _open_data(path, options)
+    if metadata:
+        _check_columns(data, metadata, path)  # by name, before the count is compared below
     X = data.X
     if metadata and metadata.get("x_mean") is not None:
         mean = np.asarray(metadata["x_mean"], dtype=np.float32)
@@ -260,8 +257,16 @@ def _check_columns(data, metadata: dict, path: str) -> None:
     if expected is not None and list(data.columns) != list(expected):
         missing = [c for c in expected if c not in set(data.columns)]
         extra = [c for c in data.columns if c not in set(expected)]
-        detail = f"missing {missing[:3]}" if missing else f"unexpected {extra[:3]}"
-        raise ValueError(f"{path} does not have the model's columns ({detail}); ingest it with the training levels")
+        parts = [f"{len(missing)} missing: {_few(missing)}"] * bool(missing) + [f"{len(extra)} extra: {_few(extra)}"] * bool(extra)
+        detail = "; ".join(parts) or "they are in another order"
+        raise ValueError(
+            f"{path} does not have the model's {len(expected)} columns ({detail}); ingest it again "
+            "with the training levels: dxrf ingest SRC DEST --levels-from TRAIN.zarr"
+        )
+
+
+def _few(names: list, k: int = 5) -> str:
+    return ", ".join(map(repr, names[:k])) + (f" and {len(names) - k} more" if len(names) > k else "")
 
 
 def _check_two_classes(data, path: str) -> None:
@@ -291,17 +296,62 @@ def _check_predictions_out(args: argparse.Namespace) -> None:
     _check_out(args, "predictions" if prediction_format(args.out) == "zarr" else "file")
 
 
+def _open_data(path: str, options: dict | None):
+    """``open_zarr`` with the command's name in the advice for a file that is not a group."""
+    import dxrf.io
+
+    try:
+        return dxrf.io.open_zarr(path, storage_options=options)
+    except ValueError as exc:
+        text = str(exc)
+        if text.endswith("write it with dxrf.io.ingest"):
+            raise ValueError(text.replace("dxrf.io.ingest", f"'dxrf ingest {path} DATA.zarr' first")) from None
+        raise
+
+
+def _fit_inputs(args: argparse.Namespace):
+    """The data of ``dxrf fit``, opened and checked (before any cluster starts; kept for the command)."""
+    if getattr(args, "_inputs", None) is None:
+        _check_out(args)
+        data = _open_data(args.data, storage_options(args))
+        if data.y is None:
+            raise ValueError(f"{args.data} has no target array y; ingest it with --target")
+        if data.classes is not None:
+            _check_two_classes(data, args.data)
+        args._inputs = data
+    return args._inputs
+
+
+def _model_inputs(args: argparse.Namespace, *, need_y: bool):
+    """(model, metadata, data, X) of ``predict``/``evaluate``, loaded and checked before any cluster starts."""
+    import dxrf
+
+    if getattr(args, "_inputs", None) is None:
+        model, metadata = dxrf.load(args.model, with_metadata=True, storage_options=storage_options(args))
+        if not callable(getattr(model, "predict", None)):  # a feature map or selector saved on its own
+            raise ValueError(
+                f"{args.model} holds a {type(model).__name__}, which transforms data but does not predict; "
+                "predict and evaluate take a model saved by 'dxrf fit'"
+            )
+        data, X = _open(args.data, metadata, storage_options(args))
+        _check_columns(data, metadata, args.data)
+        if need_y and data.y is None:
+            raise ValueError(f"{args.data} has no target array y to evaluate against")
+        args._inputs = (model, metadata, data, X)
+    return args._inputs
+
+
+def _predict_precheck(args: argparse.Namespace) -> None:
+    _check_predictions_out(args)
+    _model_inputs(args, need_y=False)
+
+
 def cmd_fit(args: argparse.Namespace) -> int:
     import dxrf
     import dxrf.io
 
-    _check_out(args)  # again, in case cmd_fit is called without the command line's precheck
-    data = dxrf.io.open_zarr(args.data, storage_options=storage_options(args))
-    if data.y is None:
-        raise ValueError(f"{args.data} has no target array y; ingest it with --target")
+    data = _fit_inputs(args)
     classification = data.classes is not None
-    if classification:
-        _check_two_classes(data, args.data)
     metadata: dict = {"columns": list(data.columns), "classes": None if not classification else list(map(str, data.classes))}
     X = data.X
     if args.standardize:
@@ -430,9 +480,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from dxrf.core.options import get_options
 
     prediction_format(args.out)  # a bad suffix fails before any work
-    model, metadata = dxrf.load(args.model, with_metadata=True, storage_options=storage_options(args))
-    data, X = _open(args.data, metadata, storage_options(args))
-    _check_columns(data, metadata, args.data)
+    model, metadata, data, X = _model_inputs(args, need_y=False)
     classes = metadata.get("classes")
     std = None
     if args.std:
@@ -465,11 +513,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from dxrf.core.options import get_options
     from dxrf.core.progress import compute
 
-    model, metadata = dxrf.load(args.model, with_metadata=True, storage_options=storage_options(args))
-    data, X = _open(args.data, metadata, storage_options(args))
-    _check_columns(data, metadata, args.data)
-    if data.y is None:
-        raise ValueError(f"{args.data} has no target array y to evaluate against")
+    model, metadata, data, X = _model_inputs(args, need_y=True)
     pred = model.predict(X)
     if metadata.get("classes") is not None:
         correct = (pred.astype(np.int64) == data.y.astype(np.int64)).sum()
@@ -545,24 +589,24 @@ def add_model_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
                    help="keep the ridge posterior (M x M float64 in the model) so `dxrf predict --std` can give the "
                         "predictive standard deviation")
     p.add_argument("--seed", type=int, default=0, help="random seed of the features and splits")
-    p.add_argument("--out", required=True, help="model path (a zarr group)")
+    p.add_argument("--out", required=True, type=lasting_destination, help="model path (a zarr group)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing model at --out")
-    p.set_defaults(func=client_runner(cmd_fit), precheck=_check_out)
+    p.set_defaults(func=client_runner(cmd_fit), precheck=_fit_inputs)
 
     p = sub.add_parser("predict", help="predict with a saved model into a .zarr, .csv or .parquet file, chunk by chunk",
                        parents=[common])
     p.add_argument("model", help="a model saved by `dxrf fit`")
     p.add_argument("data", help="a dxrf zarr group with the model's columns")
-    p.add_argument("--out", required=True,
+    p.add_argument("--out", required=True, type=lasting_destination,
                    help="predictions: P.zarr (array y_pred), P.csv or P.parquet (column 'prediction': the value, "
                         "or the class label)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing OUT")
     p.add_argument("--std", action="store_true",
                    help="also the posterior predictive standard deviation (a model fitted with --posterior): array "
                         "y_std beside y_pred, or column 'std' (std_0, std_1, ...) beside the predictions")
-    p.set_defaults(func=client_runner(cmd_predict), precheck=_check_predictions_out)
+    p.set_defaults(func=client_runner(cmd_predict), precheck=_predict_precheck)
 
     p = sub.add_parser("evaluate", help="print a saved model's metrics on a dxrf zarr group", parents=[common])
     p.add_argument("model", help="a model saved by `dxrf fit`")
     p.add_argument("data", help="a dxrf zarr group with the model's columns and a target")
-    p.set_defaults(func=client_runner(cmd_evaluate))
+    p.set_defaults(func=client_runner(cmd_evaluate), precheck=lambda a: _model_inputs(a, need_y=True))

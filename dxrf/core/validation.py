@@ -267,7 +267,12 @@ def check_X(estimator: object, X: object, *, reset: bool) -> np.ndarray | da.Arr
         if reset:
             estimator.n_features_in_ = X.shape[1]
         return X
-    return validate_data(estimator, X, reset=reset, dtype=[np.float64, np.float32], accept_sparse=False)
+    # finiteness is checked here rather than by scikit-learn, so that NumPy and
+    # dask input (checked per task by the engine) get the same message
+    X = validate_data(estimator, X, reset=reset, dtype=[np.float64, np.float32], accept_sparse=False,
+                      ensure_all_finite=False)
+    check_finite_rows(X, "X")
+    return X
 
 
 def check_dask_matrix(X: da.Array, name: str = "X", n_features: int | None = None) -> da.Array:

@@ -278,7 +278,9 @@ def missing_message(rel: str) -> str:
     if f is None:  # a file the manifest does not know (a bug): still say where we looked
         return f"data file {rel!r} is not in {where}"
     name = f.datasets[0]
-    head = f"data set {name!r}: {rel} is not in {where}; "
+    # a newcomer with a copy of the data need not download it: say where a copy is found
+    head = (f"data set {name!r}: {rel} is not in {where} (a shared/data with MANIFEST.md beside the checkout, "
+            f"e.g. ../shared/data, or DXRF_DATA_DIR=DIR, is used when present); ")
     try:
         mirror, url = _mirror(), url_for(f)
     except ValueError as exc:

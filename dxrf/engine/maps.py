@@ -18,7 +18,7 @@ import dask.array as da
 import numpy as np
 
 from dxrf.core.memory import check_allocation, check_task
-from dxrf.core.validation import check_dask_matrix, is_dask
+from dxrf.core.validation import check_dask_matrix, check_finite_rows, is_dask
 from dxrf.engine.ship import ship
 
 __all__ = ["map_rows"]
@@ -37,7 +37,9 @@ def map_rows(
 ) -> np.ndarray | da.Array:
     """``fn(X_b, *shared)`` for each row block: shape ``(n_b, n_out)`` of ``dtype``.
 
-    NumPy input is mapped at once (``fn(X, *shared)``). A dask array is
+    Every block is checked finite first (``ValueError`` naming the first
+    row with a NaN or infinity, the message of every pass), in its own task
+    for dask input. NumPy input is mapped at once (``fn(X, *shared)``). A dask array is
     checked (2-d, ``n_features`` columns, one column chunk) and mapped lazily;
     ``name`` prefixes a deterministic key (the same inputs give the same keys).
     ``work`` is the number of columns of ``fn``'s temporaries per row (the
@@ -55,6 +57,8 @@ def map_rows(
             n * row_bytes, f"mapping {n} rows of NumPy input to {int(n_out if work is None else work)} features",
             "give fewer rows at a time, or a dask array (mapped lazily, one row chunk per task)",
         )
+        if X.ndim == 2:
+            check_finite_rows(X, "X")
         return fn(X, *shared)
     X = check_dask_matrix(X, n_features=n_features)
     rows = int(max(X.chunks[0], default=0))
@@ -70,5 +74,9 @@ def map_rows(
     )
 
 
-def _apply(block: np.ndarray, fn: Callable[..., np.ndarray], shared: tuple) -> np.ndarray:
+def _apply(block: np.ndarray, fn: Callable[..., np.ndarray], shared: tuple, block_info: dict | None = None) -> np.ndarray:
+    # every task checks its own rows: a NaN or infinity must fail the task with the
+    # NumPy path's message, never become a prediction or a class label
+    offset = 0 if not block_info else int(block_info[0]["array-location"][0][0])
+    check_finite_rows(block, "X", offset)
     return fn(block, *shared)

@@ -55,9 +55,12 @@ def _npy_target(target: str | int | None, names: list[str], n_cols: int) -> int 
     if target is None:
         return None
     if isinstance(target, str):
-        if target not in names:
-            raise ValueError(f"target {target!r} is not a column name; names: {names}")
-        return names.index(target)
+        if target in names:
+            return names.index(target)
+        try:  # the command line gives an index as text: '2' or '-1' (a column name wins)
+            target = int(target.strip())
+        except ValueError:
+            raise ValueError(f"target {target!r} is not a column name or index; names: {names}") from None
     if isinstance(target, numbers.Integral) and not isinstance(target, bool):
         if not -n_cols <= target < n_cols:
             raise ValueError(f"target index {target} out of range for {n_cols} columns")

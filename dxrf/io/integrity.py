@@ -341,14 +341,58 @@ class checked_reader:  # noqa: N801 - used like a function: wraps one array for 
         try:
             if self.table is not None:
                 check_positions(self.arr, self.table, self.where, itertools.product(*_chunk_range(key, self.shape, self.chunks)))
-            return self.arr[key]
+            out = self.arr[key]
         except IntegrityError:
             raise
         except Exception as exc:  # codec and store errors come in many types
             raise IntegrityError(f"{self.where}: cannot read {what}: {read_failure(exc)}") from None
+        # zarr reads a chunk absent from the store as the fill value: one deleted
+        # after the group was opened would become rows of NaN or zeros. Checked
+        # after the read, so a chunk removed during it is caught too.
+        _check_present(self.arr, key, self.where)
+        return out
 
     def __reduce__(self) -> tuple:
         return (checked_reader, (self.arr, self.where, self.table))
+
+
+def _covered_chunks(key: Any, arr: zarr.Array) -> list[tuple[int, ...]] | None:
+    """The chunk coordinates a tuple of slices reads (None for any other selection)."""
+    key = key if isinstance(key, tuple) else (key,)
+    if len(key) > arr.ndim or not all(isinstance(k, slice) and k.step in (None, 1) for k in key):
+        return None
+    key = key + (slice(None),) * (arr.ndim - len(key))
+    ranges = []
+    for k, c, n in zip(key, arr.chunks, arr.shape):
+        start, stop, _ = k.indices(n)
+        if stop <= start:
+            return []
+        ranges.append(range(start // c, (stop - 1) // c + 1))
+    return list(itertools.product(*ranges))
+
+
+def _check_present(arr: zarr.Array, key: Any, where: str) -> None:
+    """Raise :class:`IntegrityError` if a chunk that ``arr[key]`` read is not in the store."""
+    from zarr.core.sync import sync
+
+    coords = _covered_chunks(key, arr)
+    if coords is None:
+        coords = [c for c, _ in _chunk_keys(arr)]
+    if not coords:
+        return
+    store_path = arr.store_path
+    prefix = store_path.path.rstrip("/") + "/" if store_path.path else ""
+    encode = arr.metadata.encode_chunk_key
+
+    async def missing() -> list[tuple[int, ...]]:
+        return [c for c in coords if not await store_path.store.exists(prefix + encode(c))]
+
+    gone = sync(missing())
+    if gone:
+        raise IntegrityError(
+            f"{where}: chunk {encode(gone[0])!r} (chunk index {gone[0]}) is missing from the store "
+            "(removed after the group was opened); it would read as fill values"
+        )
 
 
 def _describe_key(key: Any, chunks: tuple[int, ...]) -> str:

@@ -260,6 +260,17 @@ def _csv_read_kw(path: Path, opts: IngestOptions) -> dict[str, Any]:
     if opts.skiprows is not None:
         kw["skiprows"] = opts.skiprows
     names, header = opts.names, opts.header
+    if names is not None and "usecols" not in kw:
+        # pandas takes the first fields as an index when there are fewer names
+        # than fields, silently dropping a column: the counts must agree
+        with _csv_errors(path):
+            probe = pd.read_csv(path, header=None, nrows=1, **kw)
+        if probe.shape[1] != len(names):
+            raise ValueError(
+                f"names= gives {len(names)} column names but the first line of {str(path)!r} has "
+                f"{probe.shape[1]} fields; give one name per field"
+            )
+        kw.setdefault("index_col", False)
     if names is None and not header:
         with _csv_errors(path):
             probe = pd.read_csv(path, header=None, nrows=1, **kw)

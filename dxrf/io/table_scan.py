@@ -123,6 +123,11 @@ def _check_flat(df: pd.DataFrame) -> None:
     forms would become category levels."""
     for c in df.columns:
         s = df[c]
+        if s.dtype.kind in "mM":  # from a transform or read_options: never one level per date
+            raise ValueError(
+                f"column {c!r} holds dates or times ({s.dtype}), which are not ingested as they are: convert "
+                f"it to numbers first (e.g. seconds since 1970), or drop the column with drop_columns"
+            )
         if s.dtype != object:
             continue
         first = s.first_valid_index()

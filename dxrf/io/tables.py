@@ -18,7 +18,7 @@ import pandas as pd
 from dxrf.core.buffers import thread_buffer
 from dxrf.core.memory import Limit, check_allocation, ingest_chunk_bytes
 from dxrf.io.labels import _row, _sort_labels
-from dxrf.io.table_scan import _as_str, _FramePrep, _Scan, _scan_table, _TableOptions
+from dxrf.io.table_scan import _as_str, _FramePrep, _mostly_numbers, _Scan, _scan_table, _TableOptions
 from dxrf.io.writer import _ZarrWriter
 
 
@@ -149,6 +149,34 @@ def _check_like(schema: _TableSchema, like: list[str]) -> None:
     )
 
 
+def _check_stray_text(scan: _Scan, col: str, opts: _TableOptions) -> None:
+    """Refuse a column of numbers with a few values that are not numbers (``N/A?``, a NUL byte, ``1,5``).
+
+    Left alone, the column would be one-hot encoded, one column per distinct
+    number, and the ingest would succeed. A column is taken for numbers when
+    most of its distinct values parse as numbers; naming it in
+    ``categorical=`` (or ``levels=``) keeps it categorical, and ``na_values``
+    reads the bad values as missing (then ``nan_policy`` applies).
+    """
+    if col in opts.forced_categorical or col not in scan.first_text:
+        return
+    levels = scan.levels.get(col, set())
+    control = next((v for v in levels if isinstance(v, str) and any(ch < " " and ch not in "\t\n\r" for ch in v)), None)
+    # a NUL or another control character is damage, never a category
+    if control is not None or (_mostly_numbers(levels) and not _has_codes(levels)):
+        v, r = scan.first_text[col]
+        raise ValueError(
+            f"column {col!r} holds numbers but has the value {v!r} at row {r}, which is not a number; fix it, "
+            f"read such values as missing (na_values=[{v!r}], --na-values), or declare the column categorical "
+            f"(categorical=[{col!r}])"
+        )
+
+
+def _has_codes(levels: set) -> bool:
+    """Whether some level is a number written as a code would be (``01``, ``007``): then text levels are codes too."""
+    return any(isinstance(v, str) and len(v) > 1 and v[0] == "0" and v[1].isdigit() for v in levels)
+
+
 def _build_schema(scan: _Scan, opts: _TableOptions, str_columns: set[str]) -> _TableSchema:
     """Second half of the first pass: decide kinds, levels, task and classes."""
     features: list[tuple[str, list[str] | None]] = []
@@ -158,6 +186,7 @@ def _build_schema(scan: _Scan, opts: _TableOptions, str_columns: set[str]) -> _T
         if c in opts.levels:
             features.append((c, [str(v) for v in opts.levels[c]]))
         elif c in str_columns or c in scan.text_seen:
+            _check_stray_text(scan, c, opts)
             lv = _sort_labels(scan.levels.get(c, set()))
             if opts.missing_level and scan.n_missing.get(c, 0) and "?" not in lv:
                 lv.append("?")  # the missing level goes last, after the sorted levels

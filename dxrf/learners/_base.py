@@ -19,7 +19,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from dxrf.core.labels import class_labels, encode_classes
 from dxrf.core.persistable import SaveMixin
 from dxrf.core.target_scale import scale_of, unscale
-from dxrf.core.validation import check_fraction, check_X, is_dask
+from dxrf.core.validation import check_finite_rows, check_fraction, check_X, is_dask
 from dxrf.core.weights import check_sample_weight, combined_weight
 from dxrf.engine import map_rows
 from dxrf.kernels.kernel import FeatureKernel
@@ -203,9 +203,16 @@ class RandomFeatureModel(SaveMixin, BaseEstimator):
             if y.ndim not in (1, 2) or (y.ndim == 2 and not multi_output and y.shape[1] != 1):
                 raise ValueError(f"y must be 1-dimensional{' or 2-dimensional' if multi_output else ''}, got shape {y.shape}")
             return X, y
-        return validate_data(
-            self, X, y, reset=True, dtype=[np.float64, np.float32], y_numeric=y_numeric, multi_output=multi_output
+        y_arr = np.asarray(y)
+        if y_arr.ndim:  # before scikit-learn's own check of y, whose message differs
+            check_finite_rows(y_arr, "y")
+        X, y = validate_data(
+            self, X, y, reset=True, dtype=[np.float64, np.float32], y_numeric=y_numeric, multi_output=multi_output,
+            ensure_all_finite=False,
         )
+        # the engine's message for NumPy as for dask input (scikit-learn's differs)
+        check_finite_rows(X, "X")
+        return X, y
 
     def _class_targets(self, X: object, y: object, sample_weight: object = None) -> tuple:
         """Validate ``X``, class labels ``y`` and weights; set ``classes_``.

@@ -47,6 +47,7 @@ BAYES_FITTED = fitted(
 #: ``alpha`` (a non-negative number) and ``alphas`` (None or a 1-d grid), checked once per fit
 RIDGE_RULES = {
     "alpha": rule(check_nonnegative),
+    "fit_intercept": rule(check_bool),
     "alphas": rule(check_alpha_grid, named=False, passes=(None,)),
 }
 

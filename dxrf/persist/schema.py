@@ -74,6 +74,8 @@ def _kind_error(kind: str, v: Any) -> str | None:
             return None if math.isfinite(v) else "finite"
         if not isinstance(v, np.ndarray) or v.dtype.kind not in "biuf":
             return "a numeric array"
+        if v.dtype.kind != "f":  # every writer stores fitted floats: integers or booleans were put there
+            return f"a floating-point array (got dtype {v.dtype})"
         return None if np.isfinite(v).all() else "finite (it holds NaN or infinity)"
     if kind == "numbers":
         return None if isinstance(v, np.ndarray) and v.dtype.kind in "biuf" else "a numeric array"

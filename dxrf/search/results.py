@@ -166,3 +166,4 @@ def format_table(results: dict, top: int = 20, score: str = "R^2") -> str:
             f"{results['mean_test_score'][i]:>10.5f}  {results['mean_validation_mse'][i]:>10.5g}"
         )
     return "\n".join(lines)
+

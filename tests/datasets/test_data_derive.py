@@ -466,7 +466,8 @@ def test_no_data_no_network_names_the_set_the_source_and_the_command(tmp_path, m
         datasets.load("mnist")
     msg = str(info.value)
     assert msg == (
-        f"data set 'mnist': mnist/mnist.npz is not in {tmp_path}; run `dxrf data fetch mnist` to download its "
+        f"data set 'mnist': mnist/mnist.npz is not in {tmp_path} (a shared/data with MANIFEST.md beside the "
+        f"checkout, e.g. ../shared/data, or DXRF_DATA_DIR=DIR, is used when present); run `dxrf data fetch mnist` to download its "
         f"source from {_entry('mnist/mnist.npz').source_url} and derive it"
     )
     # the fetch itself, where the source cannot be reached

@@ -29,6 +29,8 @@ from typing import Any, BinaryIO
 import numpy as np
 import pandas as pd
 
+from dxrf.io.readers.parquet import arrow_frame
+
 #: bytes read at a time by the line pass (its newline positions take up to 8x this)
 _BLOCK = 4 << 20
 
@@ -271,7 +273,7 @@ def parquet_piece_frames(path: str | Path, piece: Piece, *, chunk_rows: int) -> 
                     rest = pa.Table.from_batches(pending).slice(n)
                     pending = rest.to_batches() if rest.num_rows else []
                     have -= n
-                    df = table.to_batches()[0].to_pandas() if table.num_rows else table.to_pandas()
+                    df = arrow_frame(table.to_batches()[0] if table.num_rows else table)
                     df.index = pd.RangeIndex(pos, pos + len(df))
                     pos += len(df)
                     yield df
