@@ -191,8 +191,9 @@ def check_positions(arr: zarr.Array, table: str | None, where: str, coords: Iter
         i = int(np.ravel_multi_index(c, grid)) if c else 0
         if got.hex() != table[8 * i : 8 * i + 8]:
             raise IntegrityError(
-                f"{where}: chunk {encode(c)!r} (chunk index {c}) is not the chunk its writer stored there "
-                "(moved, swapped with another chunk, or copied from another array)"
+                f"{where}: chunk {encode(c)!r} (chunk index {c}) is not the chunk its writer stored there: its "
+                "checksum differs from the one recorded for this place (damaged, moved, swapped with another chunk, "
+                "or copied from another array)"
             )
 
 

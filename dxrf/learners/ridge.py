@@ -155,6 +155,8 @@ class _RidgeRegressor(_RidgeSolveMixin, TargetScaleMixin, RegressorMixin, Random
     def _check_loaded(self) -> None:
         """Also the posterior's shapes against the features and outputs (:func:`dxrf.load`)."""
         super()._check_loaded()
+        if not hasattr(self, "kernel_"):  # an unfitted model: nothing fitted to check
+            return
         m = self.kernel_.n_components
         k = np.size(self.intercept_)
         noise = getattr(self, "noise_", None)
@@ -406,9 +408,14 @@ class RandomFeatureRidge(PCGPlanMixin, PartialFitMixin, _RidgeRegressor):
             raise ValueError("validation='evidence' chooses among alphas: give alphas=[...]")
         validation = None if evidence else self.validation if self.validation is not None else (0.2 if grid is not None else None)
         # the conjugate gradient keeps no statistics to take a posterior or an evidence of
-        if not evidence and not self.store_posterior and self._choose_plan(
-            X, 1 if y.ndim == 1 else int(y.shape[1]), grid, validation
-        ):
+        if evidence or self.store_posterior:
+            if self.solver == "pcg":
+                raise ValueError("solver='pcg' forms no statistics: store_posterior=True and validation='evidence' "
+                                 "need solver='gram' (or 'auto')")
+            for name in ("plan_estimate_", "pcg_history_"):
+                self.__dict__.pop(name, None)
+            self.solver_, self.n_iter_ = "gram", 1
+        elif self._choose_plan(X, 1 if y.ndim == 1 else int(y.shape[1]), grid, validation):
             self._set_regression_coef(self._fit_pcg(X, y if y.ndim == 2 else y.reshape(-1, 1), w), y.ndim == 1)
             return self
         # the landmark basis (one Cholesky-whitened Nystroem solve) keeps no whitened covariance to take a posterior of

@@ -180,9 +180,10 @@ def save(
 # -- decoding -----------------------------------------------------------------------
 
 
-def _table(table: Any, where: str) -> str | None:
-    """A model array's checksum entry (one chunk): None for files written before it."""
-    if table is not None and (not isinstance(table, str) or len(table) != 8):
+def _table(table: Any, where: str, shape: Any) -> str | None:
+    """A model array's checksum entry (one chunk; none for an empty array): None for files written before it."""
+    chunks = 0 if 0 in tuple(shape) else 1
+    if table is not None and (not isinstance(table, str) or len(table) != 8 * chunks):
         raise ModelFormatError(f"{where}: the model's checksum entry is malformed")
     return table
 
@@ -225,7 +226,7 @@ class _Reader:
         where = f"{self.where}: array {name!r}"
         try:
             verify(arr, None, where, exact_size=True)
-            return np.asarray(checked_reader(arr, where, _table(spec.get("crc32c"), where))[...])
+            return np.asarray(checked_reader(arr, where, _table(spec.get("crc32c"), where, arr.shape))[...])
         except IntegrityError as exc:
             raise ModelFormatError(str(exc)) from None
 

@@ -143,11 +143,12 @@ def test_fit_without_grid_options_runs_the_default_search(scheduler, datasets, t
     model = dxrf.load(tmp_path / "m")
     assert type(model).__name__ == "RandomFeatureClassifierCV"
     assert type(model.features_).__name__ == "NystroemFeatures"
-    assert str(model.best_params_["bandwidth"]).startswith("median")
+    assert model.best_params_["bandwidth"] in ("ard*0.7", "ard", "ard*1.4")  # learned lengthscales, rescaled
+    assert model.learned_lengthscales_.shape == (model.n_features_in_,)
     stages = model.growth_["stages"]
     assert model.best_params_["n_components"] in model.n_components_searched_
-    # each stage: the median's sample (first stage), the statistics and the scoring pass
-    assert model.n_passes_ >= 2 * len(stages) + 2
+    # each stage: the landmarks' race, the statistics and the scoring pass; first the lengthscales' sample
+    assert model.n_passes_ >= 3 * len(stages) + 1
     proc = run_dxrf("evaluate", str(tmp_path / "m"), paths["clf", "test"], "--scheduler", scheduler)
     assert proc.returncode == 0, proc.stderr
     assert float(proc.stdout.split("accuracy:")[1].split()[0]) > 0.9

@@ -63,11 +63,14 @@ def test_feature_maps_do_not_predict(models, capsys, name, command):
 
 
 def test_fit_help_states_the_search_grid(capsys):
-    from dxrf.search.settings import DEFAULT_N_COMPONENTS
+    """The help states how the default search chooses M: from the search's own constants."""
+    from dxrf.search.growth import FIRST_STAGE_MAX, GrowthBudget
 
     code, out, _ = _run(["fit", "--help"], capsys)
     assert code == 0
-    assert ",".join(map(str, DEFAULT_N_COMPONENTS)) in " ".join(out.split())
+    text = " ".join(out.split())
+    assert f"grows M from {FIRST_STAGE_MAX >> 3} in stages" in text
+    assert f"(default {GrowthBudget().max_components})" in text and f"(default {GrowthBudget().time_budget:g};" in text
 
 
 def test_sigterm_during_ingest_leaves_nothing(tmp_path):

@@ -259,8 +259,15 @@ def empty_scheduler():
     ids=["option", "environment"],
 )
 def test_fit_on_a_scheduler_without_workers_gives_up(how, empty_scheduler, tmp_path):
+    import numpy as np
+
+    import dxrf.io
+
     env = _child_env()
     args = ["--scheduler", empty_scheduler]
+    # a real data group: inputs are checked before the scheduler is asked for workers
+    rng = np.random.default_rng(0)
+    dxrf.io.write_zarr(rng.normal(size=(50, 2)), tmp_path / "data.zarr", y=rng.normal(size=50))
     if how == "env":
         env["DXRF_WAIT_FOR_WORKERS"] = "1.5"
     else:

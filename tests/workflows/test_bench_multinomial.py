@@ -33,12 +33,14 @@ def test_bench_multinomial_smoke(tmp_path):
     args = _args(n_rows=1500, m=60, alpha=1e-3, tol=1e-8, repeats=1, solvers=["lbfgs", "newton-cg"], out=str(tmp_path))
     res = bench_multinomial.run(args)
     runs = res["runs"]
-    assert set(runs) == {"dxrf lbfgs, NumPy", "dxrf newton-cg, NumPy", "scikit-learn"}
+    # each dxrf solver with the feature cache and without it, side by side
+    assert set(runs) == {f"dxrf {s}, NumPy, features {how}" for s in ("lbfgs", "newton-cg")
+                         for how in ("cached", "recomputed")} | {"scikit-learn"}
     objectives = np.array([r["objective"] for r in runs.values()])
     assert np.all(np.isfinite(objectives)) and 0.0 < objectives.min() < np.log(10.0)
     assert res["objectives_within_rtol"] and max(r["rel_gap"] for r in runs.values()) <= args.rtol
     assert res["best_objective"] <= min(objectives.min(), res["reference"]["objective"])
-    assert runs["dxrf lbfgs, NumPy"]["passes"] >= 2 and runs["scikit-learn"]["iterations"] >= 2
+    assert runs["dxrf lbfgs, NumPy, features cached"]["passes"] >= 2 and runs["scikit-learn"]["iterations"] >= 2
     t_sk = runs["scikit-learn"]["median_s"]
     for name, ratio in res["ratios_vs_sklearn"].items():
         assert ratio == pytest.approx(runs[name]["median_s"] / t_sk, rel=1e-12)
