@@ -151,7 +151,7 @@ def log_marginal_likelihood(
 
 
 def _column_scales(X: np.ndarray, rng: np.random.Generator, pairs: int = 20000) -> np.ndarray:
-    """Per column, the median ``|x_aj - x_bj|`` over random pairs of rows; the std where that is 0, else 1."""
+    """Per column, the median ``|x_aj - x_bj|`` over random pairs of rows; the std where that is 0; 1 for a constant column."""
     n = X.shape[0]
     a = rng.integers(0, n, size=pairs)
     b = rng.integers(0, n, size=pairs)
@@ -159,7 +159,12 @@ def _column_scales(X: np.ndarray, rng: np.random.Generator, pairs: int = 20000) 
     scale = np.median(np.abs(X[a[keep]] - X[b[keep]]), axis=0)
     std = X.std(axis=0)
     scale = np.where(scale > 0, scale, std)
-    return np.where(scale > 0, scale, 1.0)
+    # a column constant in the sample up to rounding (its std then ~1e-16, not 0) says nothing
+    # of its lengthscale: scale 1, so its bounds are not those of the rounding (measured on
+    # elevators: two such columns reached lengthscales of 1e-15, which zeroed the kernel
+    # between rows that differ there in the full data)
+    constant = np.ptp(X, axis=0) <= 1e-9 * np.maximum(1.0, np.abs(X).max(axis=0))
+    return np.where(constant | ~(scale > 0), 1.0, scale)
 
 
 def initial_lengthscales(X: np.ndarray, random_state: object = None) -> np.ndarray:

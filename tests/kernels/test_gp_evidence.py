@@ -169,3 +169,18 @@ def test_bad_input():
         fit_ard(X, y, -w)
     with pytest.raises(ValueError, match="one entry"):
         fit_ard(X, y[:-1])
+
+
+@pytest.mark.parametrize("value", [0.0, 0.010977102461391048, -3.7])
+def test_a_column_constant_in_the_sample_keeps_a_sane_lengthscale(value):
+    """A column the sample holds constant (as standardised data stores it: its std then ~1e-16, not 0) says
+    nothing of its lengthscale: it starts and stays near a unit scale, never at the 1e-15 that bounds from its rounding allowed
+    (elevators: two such columns zeroed the kernel between rows that differ there in the full data)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3))
+    X[:, 2] = value * (1 + 1e-16 * rng.integers(0, 2, size=300))  # equal up to rounding
+    y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=300)
+    res = fit_ard(X, y, random_state=0)
+    # its bounds are those of a unit scale (1e-3 .. 1e5), its start sqrt(d): not the rounding's 1e-16 scale
+    assert 0.5 < res.lengthscales[2] < 1e5
+    assert res.lengthscales[0] < 10
