@@ -51,3 +51,25 @@ def lasting_destination(text: str) -> str:
             f"{text!r} is an in-memory store, which is gone when the command exits; give a path or an object-store URL"
         )
     return text
+
+
+def positive_int(text: str) -> int:
+    """One integer >= 1 (an argparse ``type``)."""
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def seconds(text: str) -> float:
+    """A number of seconds >= 0, 0 meaning no limit (an argparse ``type``)."""
+    try:
+        value = float(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds >= 0 (0: no limit), got {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds >= 0 (0: no limit), got {text!r}")
+    return value

@@ -11,7 +11,7 @@ import dask.array as da
 import numpy as np
 
 from dxrf.io.storage import resolve
-from dxrf.cli.arguments import comma_items, lasting_destination, storage_options
+from dxrf.cli.arguments import comma_items, lasting_destination, positive_int, seconds, storage_options
 
 __all__ = ["add_model_commands", "build_features", "build_model"]
 
@@ -59,20 +59,6 @@ def _bandwidths(text: str) -> list[float | str]:
                 f"bandwidth must be numbers or 'median', 'median*c' (c > 0), comma-separated, got {text!r}"
             ) from None
     return out
-
-
-def _positive_int(text: str) -> int:
-    value = _numbers(text, int, "an integer")
-    if len(value) != 1 or value[0] < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value[0]
-
-
-def _seconds(text: str) -> float:
-    value = _numbers(text, float, "a number of seconds")
-    if len(value) != 1 or not np.isfinite(value[0]) or value[0] < 0:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds >= 0 (0: no limit), got {text!r}")
-    return value[0]
 
 
 def _select_list(text: str) -> list[str]:
@@ -560,9 +546,9 @@ def add_model_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     p.add_argument("--n-components", type=_int_list, default=None,
                    help="M, the numbers of features (default 200; a search grows M from 250 in stages: "
                         "see --max-components, --time-budget)")
-    p.add_argument("--max-components", type=_positive_int, default=8000,
+    p.add_argument("--max-components", type=positive_int, default=8000,
                    help="a search without --n-components grows M up to this (default 8000)")
-    p.add_argument("--time-budget", type=_seconds, default=300.0,
+    p.add_argument("--time-budget", type=seconds, default=300.0,
                    help="seconds: a search without --n-components starts no stage predicted to end later "
                         "(default 300; 0: no limit)")
     p.add_argument("--n-candidates", type=int, default=None, help="M0 (default 10 M with --select)")

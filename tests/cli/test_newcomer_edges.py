@@ -113,3 +113,26 @@ def test_results_table_columns_line_up(spec, value):
     assert len({len(line) for line in lines}) == 1, lines
     col = lines[0].index("bandwidth") + len("bandwidth")
     assert all(line[col - 1] != " " for line in lines[1:]), lines  # right-aligned under its header
+
+
+@pytest.mark.parametrize("flag, value, message", [
+    ("--time-budget", "-1", "expected a number of seconds >= 0 (0: no limit), got '-1'"),
+    ("--time-budget", "soon", "expected a number of seconds >= 0 (0: no limit), got 'soon'"),
+    ("--time-budget", "inf", "expected a number of seconds >= 0 (0: no limit), got 'inf'"),
+    ("--max-components", "0", "expected a positive integer, got '0'"),
+    ("--max-components", "2.5", "expected a positive integer, got '2.5'"),
+])
+def test_the_growth_budget_flags_refuse_bad_values_in_one_line(tmp_path, capsys, flag, value, message):
+    code, _, err = _run(["fit", str(tmp_path / "d.zarr"), "--out", str(tmp_path / "m"), flag, value], capsys)
+    assert code == 2 and message in err and err.count("error:") == 1
+
+
+def test_the_growth_budget_flags_reach_the_search():
+    from dxrf.cli.commands import build_parser
+    from dxrf.cli.models import build_search
+
+    args = build_parser().parse_args(["fit", "d.zarr", "--out", "m", "--time-budget", "0", "--max-components", "3000"])
+    search = build_search(args, classification=False)
+    assert search.time_budget is None and search.max_components == 3000 and search.n_components == "auto"
+    args = build_parser().parse_args(["fit", "d.zarr", "--out", "m"])
+    assert build_search(args, classification=False).time_budget == 300.0
