@@ -62,6 +62,17 @@ class BandwidthSpec:
         return self.factor * float(median)
 
 
+def _factor(text: str | None, bad: ValueError) -> float:
+    """The ``c`` of ``"median*c"`` or ``"ard*c"`` (1 without one): a positive finite number, else ``bad``."""
+    try:
+        factor = 1.0 if text is None else float(text)
+    except ValueError:
+        raise bad from None
+    if not (np.isfinite(factor) and factor > 0):
+        raise bad
+    return factor
+
+
 def parse_bandwidth(spec: object) -> BandwidthSpec:
     """A number, ``"median"``, ``"median*c"`` or ``"c*median"`` (``c > 0``), or lengthscales; else ``ValueError``."""
     bad = ValueError(f"bandwidths must hold positive numbers, 'median', 'median*c', 'ard' or 'ard*c' (c > 0), "
@@ -69,31 +80,15 @@ def parse_bandwidth(spec: object) -> BandwidthSpec:
     if is_lengthscales(spec):
         ls = check_lengthscales(spec)
         return BandwidthSpec(tuple(ls.tolist()), None, format_bandwidth(ls))
-    if isinstance(spec, str) and _ARD.match(spec):
-        m = _ARD.match(spec)
-        text = m.group("a") or m.group("b")
-        try:
-            factor = 1.0 if text is None else float(text)
-        except ValueError:
-            raise bad from None
-        if not (np.isfinite(factor) and factor > 0):
-            raise bad
-        return BandwidthSpec(None, factor, spec, base="ard")
     if isinstance(spec, str):
-        m = _MEDIAN.match(spec)
-        if m is None:
-            try:
-                return parse_bandwidth(float(spec))
-            except ValueError:
-                raise bad from None
-        text = m.group("a") or m.group("b")
+        for base, pattern in (("ard", _ARD), ("median", _MEDIAN)):
+            m = pattern.match(spec)
+            if m is not None:
+                return BandwidthSpec(None, _factor(m.group("a") or m.group("b"), bad), spec, base=base)
         try:
-            factor = 1.0 if text is None else float(text)
+            return parse_bandwidth(float(spec))
         except ValueError:
             raise bad from None
-        if not (np.isfinite(factor) and factor > 0):
-            raise bad
-        return BandwidthSpec(None, factor, spec)
     if isinstance(spec, bool) or not isinstance(spec, numbers.Real):
         raise ParameterTypeError(f"bandwidths must hold positive numbers or 'median', 'median*c', got {spec!r}")
     if not (np.isfinite(spec) and spec > 0):
