@@ -12,7 +12,8 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 import dxrf
 from _weight_checks import CHECK, LANDMARKS
 from dxrf.kernels import exact
-from dxrf.kernels.landmarks import eigen_floor
+from dxrf.kernels.landmarks import eigen_cutoff
+from dxrf.solvers.ridge_path import ridge_path
 
 KERNELS = ("gaussian", "laplacian", "cauchy")
 EXACT = {"gaussian": exact.gaussian_kernel, "laplacian": exact.laplacian_kernel, "cauchy": exact.cauchy_kernel}
@@ -26,11 +27,11 @@ def data(n=400, d=3, seed=0):
 
 
 def dense_features(X, L, kernel, bandwidth):
-    """``k(X, L) U diag(max(lam, floor))^{-1/2} U^T``, by NumPy alone."""
+    """``k(X, L) U_k diag(lam_k)^{-1/2} U_k^T`` over the eigenpairs above the cutoff, by NumPy alone."""
     K_LL = EXACT[kernel](L, L, bandwidth)
     lam, U = np.linalg.eigh(K_LL)
-    lam = np.maximum(lam, eigen_floor(lam, np.float64))
-    return EXACT[kernel](X, L, bandwidth) @ (U / np.sqrt(lam)) @ U.T
+    keep = lam >= eigen_cutoff(lam, np.float64)
+    return EXACT[kernel](X, L, bandwidth) @ (U[:, keep] / np.sqrt(lam[keep])) @ U[:, keep].T
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
@@ -228,3 +229,25 @@ def test_bad_landmarks_type_is_a_type_error():
 ], expected_failed_checks=lambda est: {CHECK: LANDMARKS})
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+def test_statistics_validate_as_the_rows_score_when_the_landmark_kernel_is_nearly_singular():
+    # ARD-like lengthscales: four of six columns irrelevant, so K_LL of 300 landmarks has most
+    # eigenvalues at rounding level. Validation MSE from statistics must be what the rows score
+    # (at every penalty, including the tiny ones a search tries), not the rounding's amplification
+    rng = np.random.default_rng(4)
+    X = rng.uniform(-2, 2, size=(3000, 6))
+    y = np.sin(2 * X[:, 0]) * np.cos(X[:, 1]) + 0.05 * rng.normal(size=3000)
+    ls = np.array([0.8, 0.8, 1e4, 3e3, 1e4, 5e3])
+    f = dxrf.NystroemFeatures(300, bandwidth=ls, dtype="float64", random_state=0).fit(X[:2000])
+    lam = np.linalg.eigvalsh(EXACT["gaussian"](f.landmarks_ / ls, None, 1.0))
+    assert (lam < 1e-10 * lam.max()).sum() > 50  # the case: most directions below resolution
+    train = dxrf.accumulate(X[:2000], y[:2000], f)
+    valid = dxrf.accumulate(X[2000:], y[2000:], f)
+    alphas = np.logspace(-10, 0, 11)
+    path = ridge_path(train, alphas, valid)
+    Z = f.transform(X[2000:])
+    direct = np.array([np.mean((Z @ c[:, 0] + b[0] - y[2000:]) ** 2) for c, b in zip(path.coefs, path.intercepts)])
+    assert np.all(np.isfinite(path.validation_mse[:, 0]))
+    np.testing.assert_allclose(path.validation_mse[:, 0], direct, rtol=1e-4)
+    assert direct.min() < 0.01  # and the model is good: noise variance 0.0025
