@@ -20,7 +20,7 @@ _SEARCH_PARAMETERS = """
         short ``time_budget``) in one read of X; while the largest ``M``
         validates more than 1% better than its half, the next stage reads X
         once at twice the features and the chosen bandwidth, up to
-        ``max_components``, a quarter of the rows, the workers' memory and
+        ``max_components``, half of the rows, the workers' memory and
         ``time_budget``. The model is the best stage's.
     selections : list of str, default=("none",)
         ``"none"`` (the first M of the candidates: plain random features),

@@ -143,7 +143,7 @@ def test_fit_without_grid_options_runs_the_default_search(scheduler, datasets, t
     model = dxrf.load(tmp_path / "m")
     assert type(model).__name__ == "RandomFeatureClassifierCV"
     assert type(model.features_).__name__ == "NystroemFeatures"
-    assert model.best_params_["bandwidth"] in ("ard*0.7", "ard", "ard*1.4")  # learned lengthscales, rescaled
+    assert model.best_params_["bandwidth"] in ("ard*0.5", "ard*0.7", "ard")  # learned lengthscales, rescaled
     assert model.learned_lengthscales_.shape == (model.n_features_in_,)
     stages = model.growth_["stages"]
     assert model.best_params_["n_components"] in model.n_components_searched_
