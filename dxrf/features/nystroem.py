@@ -333,14 +333,22 @@ class NystroemFeatures(KernelTransformer):
             passes += 1
         return self._set_landmarks(L, rows, bandwidth, passes)
 
-    def _set_landmarks(self, L: np.ndarray, rows: np.ndarray | None, bandwidth: float, passes: int) -> NystroemFeatures:
-        """The fitted state from landmark rows ``L`` (float64, M x d) and their row indices (also for the search's refit)."""
+    def _set_landmarks(self, L: np.ndarray, rows: np.ndarray | None, bandwidth: float, passes: int,
+                       kernel: FeatureKernel | None = None) -> NystroemFeatures:
+        """The fitted state from landmark rows ``L`` (float64, M x d) and their row indices (also for the search's refit).
+
+        ``kernel``: the map of these landmarks already made (the search's
+        validated one), taken instead of whitening them again.
+        """
         # the landmarks as the features will use them (rounded to the dtype), and their whitening
         W = np.ascontiguousarray(L.T.astype(check_float_dtype(self.dtype)))
         vector = is_lengthscales(bandwidth)
         self.bandwidth_ = check_lengthscales(bandwidth, int(W.shape[0])) if vector else float(bandwidth)
         self.landmark_indices_ = rows
-        self.kernel_ = landmark_kernel(W, self.kernel, self.bandwidth_, whitening=self.whitening)
+        if kernel is not None and not np.array_equal(kernel.W, W):
+            raise ValueError("the given landmark map holds other landmarks")  # a programming error, caught early
+        self.kernel_ = kernel if kernel is not None else landmark_kernel(W, self.kernel, self.bandwidth_,
+                                                                       whitening=self.whitening)
         self.n_features_in_ = int(W.shape[0])
         self._n_features_out = W.shape[1]
         self.n_passes_ = passes

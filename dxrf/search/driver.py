@@ -289,19 +289,25 @@ def _plain_first(read: _Reader, kernels: list, s: SearchSettings, rng_for: objec
     return found, per_map
 
 
-def _validate_all(read: _Reader, drawn: _Drawn, s: SearchSettings, rng_for: object) -> tuple[GridErrors, list]:
-    """Read X (once; twice for "plain-first") and validate every configuration; returns the errors and row groups."""
+def _validate_all(read: _Reader, drawn: _Drawn, s: SearchSettings, rng_for: object) -> tuple[GridErrors, list, dict]:
+    """Read X (once; twice for "plain-first") and validate every configuration.
+
+    Returns the errors, the row groups, and (Nyström) each validated map
+    whitened for the refit (:class:`~dxrf.search.landmarks.Whitened`, by
+    bandwidth and position of M; empty for Fourier candidates).
+    """
     keep = s.scoring == "accuracy" or s.keep_models  # the accuracy pass scores the kept fold models
     kw = dict(task=s.task, fit_intercept=s.fit_intercept, rtol=statistics_rtol(s.dtype), keep_paths=keep,
               leverage_rows=s.leverage_rows, train_scores=s.return_train_score)
     kfold = read.plan.kind == "kfold"
     if s.nystroem:
         per_map = read(drawn.kernels)
-        return validate_landmarks(per_map, drawn.kernels, s.grid, kfold, rng_for, **kw), per_map
+        found, whitened = validate_landmarks(per_map, drawn.kernels, s.grid, kfold, rng_for, drawn.landmarks[0], **kw)
+        return found, per_map, whitened
     if read.plan.plain_first:
-        return _plain_first(read, drawn.kernels, s, rng_for, kw)
+        return *_plain_first(read, drawn.kernels, s, rng_for, kw), {}
     per_map = read(drawn.kernels)
-    return _validate([fold_pairs(g, kfold) for g in per_map], s, rng_for, kw), per_map
+    return _validate([fold_pairs(g, kfold) for g in per_map], s, rng_for, kw), per_map, {}
 
 
 def _chosen(s: SearchSettings, results: dict, drawn: _Drawn, plan: _Plan, per_map: list) -> tuple[int, dict]:
@@ -345,7 +351,7 @@ def run_search(
         return _split_random_state(plan.seed)[1]
 
     t_pass = time.perf_counter()
-    found, per_map = _validate_all(read, drawn, s, rng_for)
+    found, per_map, whitened = _validate_all(read, drawn, s, rng_for)
     t_algebra = t_pass + read.seconds
     t_score = time.perf_counter()
     accuracy = train_accuracy = None
@@ -359,10 +365,13 @@ def run_search(
                             train_score if s.return_train_score else None, evidence=plan.kind == "evidence")
     b, attrs = _chosen(s, results, drawn, plan, per_map)
     attrs["n_passes_"] = passes + read.passes
+    m_position = int(np.flatnonzero(s.grid.n_components == attrs["best_params_"]["n_components"])[0])
     features, kernel, stats = refit_features(
-        s, attrs["best_params_"], drawn.values[b], sum(per_map[b]),
+        s, attrs["best_params_"], drawn.values[b], per_map[b],
         drawn.landmarks if s.nystroem else drawn.candidates[b], plan.seed, rng_for, classes,
+        whitened.get((b, m_position)),
     )
+    del whitened  # the other maps' M x M whitenings and statistics
     # what fold_models and score_configurations build on (not saved with the model)
     attrs.update(features_=features, kernel_=kernel, n_features_in_=kernel.n_features_in,
                  _fold_paths=found.paths if s.keep_models else None, _candidate_kernels=drawn.kernels,

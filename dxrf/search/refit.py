@@ -8,6 +8,7 @@ from dxrf.features.maps import RandomFourierFeatures
 from dxrf.features.nystroem import NystroemFeatures
 from dxrf.search.evaluate import candidate_prefix, select_largest
 from dxrf.search.grid import Variant
+from dxrf.search.landmarks import Whitened
 from dxrf.search.settings import SearchSettings
 from dxrf.selection.selectors import EnergyScoreSelector, KernelAlignmentSelector, LeverageScoreSampler
 from dxrf.solvers.ridge_path import mse_from_stats, ridge_path
@@ -35,13 +36,15 @@ def _selector(s: SearchSettings, variant: Variant, m: int, m0: int, bandwidth: f
 
 
 def refit_features(
-    s: SearchSettings, params: dict, bandwidth: float, total: FeatureStats, drawn: object, seed: int,
-    rng_for: object, classes: np.ndarray | None,
+    s: SearchSettings, params: dict, bandwidth: float, groups: tuple[FeatureStats, ...], drawn: object, seed: int,
+    rng_for: object, classes: np.ndarray | None, whitened: Whitened | None = None,
 ) -> tuple[object, object, FeatureStats]:
-    """The chosen features, their kernel and their statistics over all rows, from the candidates' ``total``.
+    """The chosen features, their kernel and their statistics over all rows, from the candidates' row ``groups``.
 
     ``drawn`` is the chosen bandwidth's candidate map, or for Nyström the
-    ``(rows, landmarks)`` of the uniform race. Returns ``(features_, kernel_, stats)``.
+    ``(rows, landmarks)`` of the uniform race; ``whitened``, the validated
+    Nyström map and its whitened statistics when the search kept them.
+    Returns ``(features_, kernel_, stats)``.
     """
     variant = Variant(params["selection"], params.get("lam"), params.get("rho"))
     m, m0 = params["n_components"], s.grid.n_candidates
@@ -49,9 +52,13 @@ def refit_features(
         # the first M landmarks in NystroemFeatures' order (by row index): its map with them, exactly
         rows, L = drawn
         order = np.argsort(rows[:m], kind="stable")
-        features = NystroemFeatures(m, kernel=s.kernel, bandwidth=bandwidth, dtype=s.dtype,
-                                    random_state=seed)._set_landmarks(L[order], rows[order], bandwidth, 1)
-        return features, features.kernel_, total.subset(order).transformed(features.kernel_.transform_matrix)
+        features = NystroemFeatures(m, kernel=s.kernel, bandwidth=bandwidth, dtype=s.dtype, random_state=seed)
+        if whitened is not None:  # the validation's own map of these landmarks (bitwise the one made here)
+            features._set_landmarks(L[order], rows[order], bandwidth, 1, kernel=whitened.kernel)
+            return features, features.kernel_, whitened.total
+        features._set_landmarks(L[order], rows[order], bandwidth, 1)
+        return features, features.kernel_, sum(groups).subset(order).transformed(features.kernel_.transform_matrix)
+    total = sum(groups)
     if variant.criterion is not None and s.grid.candidate_ratio is None:
         selector = _selector(s, variant, m, m0, bandwidth, seed)
         selector.fit_from_stats(drawn, total, task=s.task, classes=classes)
