@@ -145,7 +145,7 @@ class _SearchCV:
         return outcome.stats
 
     def _ridge_refit(self, stats: object) -> np.ndarray:
-        coef, self._intercept, self.train_mse_ = ridge_refit(stats, self.alpha_, self.fit_intercept)
+        coef, self._intercept, self.train_mse_ = ridge_refit(stats, self.alpha_, self.fit_intercept, self.kernel_.dtype)
         return coef
 
     def fold_models(self, indices: object = None, *, fold: int = 0) -> list[tuple[np.ndarray, LinearModels]]:

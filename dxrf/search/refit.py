@@ -11,7 +11,7 @@ from dxrf.search.grid import Variant
 from dxrf.search.landmarks import Whitened
 from dxrf.search.settings import SearchSettings
 from dxrf.selection.selectors import EnergyScoreSelector, KernelAlignmentSelector, LeverageScoreSampler
-from dxrf.solvers.ridge_path import mse_from_stats, ridge_path
+from dxrf.solvers.ridge_path import mse_from_stats, ridge_path, solve_ridge
 from dxrf.stats.feature_stats import FeatureStats
 
 __all__ = ["candidate_map", "refit_features", "ridge_refit"]
@@ -75,11 +75,21 @@ def refit_features(
     return drawn, drawn.kernel_.subset(idx, scales), total.subset(idx, scales)
 
 
-def ridge_refit(stats: FeatureStats, alpha: float, fit_intercept: bool) -> tuple[np.ndarray, np.ndarray, float]:
-    """The ridge solution ``(coef (M, k), intercept (k,), training MSE)`` at ``alpha`` on ``stats``."""
-    # the same solver as the validated path (an eigendecomposition, null directions
-    # dropped): at the tiny alphas float32 statistics can favour, a Cholesky
-    # factorisation of the nearly singular covariance would give another model
-    path = ridge_path(stats, np.array([alpha]), fit_intercept=fit_intercept)
-    coef, intercept = path.coefs[0], path.intercepts[0]
+def ridge_refit(stats: FeatureStats, alpha: float, fit_intercept: bool,
+                features_dtype: object = np.float32) -> tuple[np.ndarray, np.ndarray, float]:
+    """The ridge solution ``(coef (M, k), intercept (k,), training MSE)`` at ``alpha`` on ``stats``.
+
+    Statistics of float32 features take the validated path's solver (an
+    eigendecomposition, null directions dropped): at the tiny alphas they can
+    favour, a Cholesky factorisation of the nearly singular covariance would
+    give another model. Float64 features (Nyström's, whose unresolved
+    directions the whitening already dropped) take the Cholesky solve: one
+    ``M^3 / 3`` factorisation instead of an eigendecomposition about twenty
+    times dearer (measured at M = 4000 on one thread: 0.6 s against 12 s).
+    """
+    if np.dtype(features_dtype) == np.float64 and alpha > 0:
+        coef, intercept = solve_ridge(stats, alpha, fit_intercept)
+    else:
+        path = ridge_path(stats, np.array([alpha]), fit_intercept=fit_intercept)
+        coef, intercept = path.coefs[0], path.intercepts[0]
     return coef, intercept, float(mse_from_stats(stats, coef, intercept).mean())
