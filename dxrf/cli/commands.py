@@ -291,6 +291,13 @@ def _run_workflow(args: argparse.Namespace) -> int:
     from dxrf.core.options import options
 
     module = _load_workflow(args.workflow_module)
+    data_sets = getattr(module, "data_sets", None)
+    if data_sets is not None:
+        from dxrf.datasets import require
+
+        # every real data set of the run, checked before a cluster starts: one line names all that is
+        # missing; `reproduce` fetches them as its workflows' loads would, `bench` only reads
+        require(data_sets(args), download=args.command == "reproduce")
     with options(progress=_progress(args)):
         if getattr(module, "NEEDS_CLIENT", False):
             with _client(args):
