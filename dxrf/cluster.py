@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
+import logging
 import math
 import numbers
 import os
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import distributed
 
-__all__ = ["get_client", "local_cluster", "scheduler_address", "default_worker_layout", "local_worker_config"]
+__all__ = [
+    "get_client", "local_cluster", "scheduler_address", "default_worker_layout", "local_worker_config", "quiet_logs",
+    "quiet_worker_logs",
+]
 
 ENV_ADDRESS = "DASK_SCHEDULER_ADDRESS"
 ENV_WAIT = "DXRF_WAIT_FOR_WORKERS"
@@ -299,19 +305,138 @@ def _owning_client_class() -> type:
     """A ``distributed.Client`` subclass that closes its cluster when it is closed.
 
     A client made on a cluster object leaves the cluster running when it
-    closes; :func:`get_client`'s embedded cluster belongs to its client.
+    closes; :func:`get_client`'s embedded cluster belongs to its client. The
+    shutdown is orderly: the client first, then the cluster, with the records
+    of connections closed by the shutdown itself kept off stderr
+    (:func:`_closed_comms_muted`).
     """
     import distributed
 
     class Client(distributed.Client):  # the name its repr shows
         def close(self, *args: Any, **kwargs: Any) -> Any:
-            try:
-                return super().close(*args, **kwargs)
-            finally:
-                if self.cluster is not None:
-                    self.cluster.close()
+            with _closed_comms_muted(self if self.cluster is not None else None):
+                try:
+                    return super().close(*args, **kwargs)
+                finally:
+                    if self.cluster is not None:
+                        self.cluster.close()
 
     return Client
+
+
+# --------------------------------------------------------------------------- distributed's log records
+
+#: the logger families distributed writes through: its own, and those of the libraries under its event loop
+_LOG_FAMILIES = ("distributed", "tornado", "asyncio", "bokeh")
+
+
+def _family_loggers() -> list[logging.Logger]:
+    # every logger of these families, not only the parents: distributed gives some children
+    # (distributed.client, ...) their own level, which a parent's level does not override; and a
+    # logger's filters apply to the records it makes, not to those its children pass up
+    names = [n for n in list(logging.root.manager.loggerDict) if n.split(".")[0] in _LOG_FAMILIES]
+    return [logging.getLogger(n) for n in dict.fromkeys([*_LOG_FAMILIES, *names])]
+
+
+def quiet_logs() -> Callable[[], None]:
+    """Keep every record of distributed's loggers (and tornado's, asyncio's, bokeh's) off stderr.
+
+    For a program that reports failures itself (the ``dxrf`` command):
+    distributed would first print dozens of lines about the same event.
+
+    Returns
+    -------
+    callable
+        Restores the loggers' levels.
+    """
+    import distributed  # noqa: F401 - configures its loggers (with their own levels) when imported
+
+    loggers = _family_loggers()
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.CRITICAL + 1)
+
+    def restore() -> None:
+        for lg, level in zip(loggers, levels):
+            lg.setLevel(level)
+
+    return restore
+
+
+def _quiet_for_good() -> None:
+    quiet_logs()  # in a worker process, for the rest of its life
+
+
+def quiet_worker_logs(client: distributed.Client) -> None:
+    """:func:`quiet_logs` in every worker process of ``client``, until they exit.
+
+    The workers of a local cluster write to this process's stderr: a task
+    that fails logs its traceback there before the client raises the same
+    error. Workers that start later are not covered.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    """
+    client.run(_quiet_for_good)
+
+
+#: how the exceptions of a connection closed under a shutdown are named (distributed's and tornado's)
+_CLOSED_COMM_NAMES = ("CommClosedError", "StreamClosedError")
+
+
+def _closed_comm(record: logging.LogRecord) -> bool:
+    """Whether a record tells of a closed connection or a cancelled task (a heartbeat racing a shutdown)."""
+    exc = record.exc_info[1] if record.exc_info else None
+    while exc is not None:
+        names = {c.__name__ for c in type(exc).__mro__}
+        if names & {*_CLOSED_COMM_NAMES, "CancelledError"} or isinstance(exc, ConnectionError):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    try:
+        text = record.getMessage()
+    except Exception:  # a malformed record is the handler's to report, not a filter's to raise
+        return False
+    return any(name in text for name in (*_CLOSED_COMM_NAMES, "CancelledError"))
+
+
+class _ClosedCommFilter(logging.Filter):
+    """Drops the records of :func:`_closed_comm`; every other record passes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not _closed_comm(record)
+
+
+_CLOSED_COMM_FILTER = _ClosedCommFilter()
+
+
+def _mute_closed_comms() -> None:
+    for lg in _family_loggers():
+        lg.addFilter(_CLOSED_COMM_FILTER)  # once: addFilter skips a filter it holds
+
+
+@contextlib.contextmanager
+def _closed_comms_muted(client: distributed.Client | None) -> Iterator[None]:
+    """While a cluster shuts down: its records of closed connections dropped, in this process and in its workers.
+
+    A worker's heartbeat that meets the scheduler closing logs a
+    ``CommClosedError`` traceback; on a local cluster that lands on this
+    process's stderr after the program has reported its own outcome. Only
+    those records are dropped (any other error still shows), here only for
+    the shutdown, in the workers (``client``'s, asked while they still
+    answer) until they exit.
+    """
+    loggers = _family_loggers()
+    for lg in loggers:
+        lg.addFilter(_CLOSED_COMM_FILTER)
+    try:
+        if client is not None and client.status == "running":
+            with contextlib.suppress(Exception):  # a worker already gone has nothing left to say
+                client.run(_mute_closed_comms)
+        yield
+    finally:
+        for lg in loggers:
+            lg.removeFilter(_CLOSED_COMM_FILTER)
 
 
 def _check_tls_configured(address: str) -> None:

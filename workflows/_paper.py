@@ -101,6 +101,16 @@ def resolve_options(args: argparse.Namespace, full: dict, quick: dict) -> None:
             setattr(args, key, value)
 
 
+def paper_data_sets(args: argparse.Namespace, full: dict, quick: dict) -> list[str]:
+    """The real data sets a paper workflow's run reads: ``--datasets`` or ``--dataset``, defaults filled.
+
+    Each workflow's ``data_sets(args)`` returns this, so that ``dxrf reproduce``
+    checks (and fetches) them all before it starts.
+    """
+    resolve_options(args, full, quick)
+    return list(args.datasets) if getattr(args, "datasets", None) else [args.dataset]
+
+
 # --------------------------------------------------------------------------- pass log
 
 

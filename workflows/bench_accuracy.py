@@ -53,6 +53,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default="results", help="results folder")
 
 
+def data_sets(args: argparse.Namespace) -> list[str]:
+    """The real data sets this run reads (``dxrf bench`` checks them all before it starts)."""
+    return list(args.sets)
+
+
 def _load(name: str, split: int, n_rows: int | None) -> Any:
     import dxrf.datasets
 

@@ -37,6 +37,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_common_arguments(parser, NAME)
 
 
+def data_sets(args: argparse.Namespace) -> list[str]:
+    """The real data sets this run reads (``dxrf reproduce`` checks and fetches them before it starts)."""
+    from ._paper import paper_data_sets
+
+    return paper_data_sets(args, FULL, QUICK)
+
+
 def run(args: argparse.Namespace) -> dict:
     from dxrf.selection import gram_spectrum, leverage_diagnostics, leverage_scores
 

@@ -87,6 +87,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_common_arguments(parser, NAME)
 
 
+def data_sets(args: argparse.Namespace) -> list[str]:
+    """The real data sets this run reads (``dxrf reproduce`` checks and fetches them before it starts)."""
+    from ._paper import paper_data_sets
+
+    return paper_data_sets(args, FULL, QUICK)
+
+
 SELECTIONS = {"RKS": "none", "LKRF": "lkrf", "EERF": "eerf", "ELSS-1": "elss-sample", "ELSS-2": "elss-top"}
 """Each method's selection in the public model search."""
 

@@ -64,6 +64,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_common_arguments(parser, NAME)
 
 
+def data_sets(args: argparse.Namespace) -> list[str]:
+    """The real data sets this run reads (``dxrf reproduce`` checks and fetches them before it starts)."""
+    from ._paper import paper_data_sets
+
+    return paper_data_sets(args, FULL, QUICK)
+
+
 def run(args: argparse.Namespace) -> dict:
     from ._common import table
     from ._paper import Experiment, dataset_label, dataset_panels, fmt_ms, headline, mean_std, say

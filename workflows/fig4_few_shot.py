@@ -53,6 +53,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_common_arguments(parser, NAME)
 
 
+def data_sets(args: argparse.Namespace) -> list[str]:
+    """The real data sets this run reads (``dxrf reproduce`` checks and fetches them before it starts)."""
+    from ._paper import paper_data_sets
+
+    return paper_data_sets(args, FULL, QUICK)
+
+
 def lambda_for_dof(spectrum, target: float) -> float:
     """The lambda whose degrees of freedom tr Q is closest to ``target`` (no labels needed)."""
     grid = np.logspace(-12, 1, 521)

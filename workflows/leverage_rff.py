@@ -64,6 +64,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_common_arguments(parser, NAME)
 
 
+def data_sets(args: argparse.Namespace) -> list[str]:
+    """The real data sets this run reads (``dxrf reproduce`` checks and fetches them before it starts)."""
+    from ._paper import paper_data_sets
+
+    return paper_data_sets(args, FULL, QUICK)
+
+
 def features_needed(ms: list[int], errors: list[float], target: float) -> float | None:
     """Smallest M reaching ``target`` on the grid, interpolated linearly in log M (None if never)."""
     for i, (m, e) in enumerate(zip(ms, errors)):

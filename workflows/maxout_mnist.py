@@ -54,6 +54,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_common_arguments(parser, NAME)
 
 
+def data_sets(args: argparse.Namespace) -> list[str]:
+    """The real data sets this run reads (``dxrf reproduce`` checks and fetches them before it starts)."""
+    return ["mnist"]
+
+
 def run(args: argparse.Namespace) -> dict:
     import scipy.linalg
 

@@ -52,6 +52,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default="results/mnist-nystroem", help="results folder")
 
 
+def data_sets(args: argparse.Namespace) -> list[str]:
+    """The real data sets this run reads (``dxrf reproduce`` checks and fetches them before it starts)."""
+    return ["mnist"]
+
+
 QUICK = {"n_rows": 3000, "m": 600, "tune_m": 200, "bandwidths": [5.0, 7.0]}
 
 

@@ -37,6 +37,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default="results/quickstart", help="results folder")
 
 
+def data_sets(args: argparse.Namespace) -> list[str]:
+    """The real data sets this run reads (``dxrf reproduce`` checks and fetches them before it starts)."""
+    return [args.dataset]
+
+
 LAMS = np.logspace(-6, -1, 6)
 ALPHAS = np.logspace(-7, 0, 8)
 RHOS = np.array([0.1, 1.0, 10.0])

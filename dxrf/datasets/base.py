@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from dxrf.datasets import cache as _data_cache
+from dxrf.datasets.missing import missing_message
 from dxrf.core.validation import check_fraction, check_int
 
 
@@ -107,7 +108,7 @@ def _file(rel: str) -> Path:
     # files are looked up one by one, so a partial shared/data falls back to the cache
     p = _data_cache.locate(rel)
     if p is None:
-        raise FileNotFoundError(_data_cache.missing_message(rel))
+        raise FileNotFoundError(missing_message(rel))
     return p
 
 

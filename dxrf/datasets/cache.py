@@ -58,7 +58,7 @@ from dxrf.datasets import recipes as data_recipes
 
 __all__ = [
     "DataFetchError", "DataFile", "FetchResult", "FileStatus", "cache_dir", "discovered_dir", "fetch", "files",
-    "locate", "missing_message", "names", "search_dirs", "source_url_for", "status", "url_for",
+    "locate", "names", "search_dirs", "source_url_for", "status", "url_for", "use_a_copy",
 ]
 
 _BLOCK = 1 << 20
@@ -66,7 +66,24 @@ _TIMEOUT_S = 60.0
 
 
 class DataFetchError(OSError):
-    """A download that failed or did not verify; nothing of it is left on disk."""
+    """A download that failed or did not verify; nothing of it is left on disk.
+
+    Its message is ``data set 'NAME': DETAIL; ADVICE`` (without the first
+    part when ``name`` is None).
+
+    Attributes
+    ----------
+    name : str or None
+        The data set.
+    detail : str
+        What failed: the file, the URL and why.
+    advice : str
+        What to do instead (retrying the same command would fail the same way).
+    """
+
+    def __init__(self, name: str | None, detail: str, advice: str) -> None:
+        super().__init__(("" if name is None else f"data set {name!r}: ") + f"{detail}; {advice}")
+        self.name, self.detail, self.advice = name, detail, advice
 
 
 @dataclasses.dataclass(frozen=True)
@@ -262,32 +279,18 @@ def url_for(f: DataFile) -> str:
     return f"{mirror}/{urllib.parse.quote(f.path)}" if mirror else source_url_for(f)
 
 
-def missing_message(rel: str) -> str:
-    """One line for a data file that is nowhere: where it was looked for and how to fetch it.
-
-    Parameters
-    ----------
-    rel : str
+def use_a_copy() -> str:
+    """How to make dxrf use a copy of the data instead of downloading it: a clause for messages.
 
     Returns
     -------
     str
     """
-    f = _by_path(rel)
-    where = ", ".join(str(d) for d in search_dirs())
-    if f is None:  # a file the manifest does not know (a bug): still say where we looked
-        return f"data file {rel!r} is not in {where}"
-    name = f.datasets[0]
-    # a newcomer with a copy of the data need not download it: say where a copy is found
-    head = (f"data set {name!r}: {rel} is not in {where} (a shared/data with MANIFEST.md beside the checkout, "
-            f"e.g. ../shared/data, or DXRF_DATA_DIR=DIR, is used when present); ")
-    try:
-        mirror, url = _mirror(), url_for(f)
-    except ValueError as exc:
-        return head + f"`dxrf data fetch {name}` downloads it, but {exc}"
-    if mirror is None and f.recipe is not None:
-        return head + f"run `dxrf data fetch {name}` to download its source from {url} and derive it"
-    return head + f"run `dxrf data fetch {name}` to download it from {url}"
+    if os.environ.get("DXRF_DATA_DIR"):
+        return (f"copy the files into {cache_dir()} (laid out as shared/data), or set DXRF_DATA_DIR to a "
+                "directory that holds them")
+    return ("set DXRF_DATA_DIR to a directory that holds the files laid out as shared/data (e.g. "
+            f"DXRF_DATA_DIR=../shared/data), or copy them into {cache_dir()}")
 
 
 # --------------------------------------------------------------------------- status and fetch
@@ -349,16 +352,31 @@ def status(name: str) -> list[FileStatus]:
     return out
 
 
-def _hint(name: str) -> str:
+def _instead() -> str:
+    """What to do when a download failed: use a copy of the data (the same command would fail again)."""
     mirror = _mirror()
-    return (
-        f"check that DXRF_DATA_MIRROR={mirror} holds a copy laid out as shared/data and retry `dxrf data fetch {name}`"
-        if mirror else f"retry `dxrf data fetch {name}`, or set DXRF_DATA_MIRROR to a copy laid out as shared/data"
-    )
+    if mirror:
+        return f"instead, check that DXRF_DATA_MIRROR={mirror} serves a copy laid out as shared/data, or {use_a_copy()}"
+    return (f"instead, {use_a_copy()}, or set DXRF_DATA_MIRROR to the URL of such a copy "
+            "(http://, https:// or file://)")
 
 
-def _stream(url: str, out: IO[bytes], name: str, thing: str, size: int | None, limit: int,
-            hint: str) -> tuple[int, str]:
+def _why(exc: BaseException) -> str:
+    """What a failed download means, in words: the exception's name alone does not say what to do."""
+    if isinstance(exc, urllib.error.HTTPError):
+        return (f"the server has no such file (HTTP {exc.code})" if exc.code in (404, 410)
+                else f"the server refused it (HTTP {exc.code})")
+    reason = getattr(exc, "reason", exc)
+    if isinstance(reason, FileNotFoundError):  # a file:// URL
+        return "there is no such file"
+    if isinstance(reason, TimeoutError):
+        return f"the server did not answer within {_TIMEOUT_S:g} s"
+    if isinstance(exc, urllib.error.URLError):
+        return "the URL could not be reached (no network, or the host is down or unknown)"
+    return "the connection broke off before the end of the file"
+
+
+def _stream(url: str, out: IO[bytes], name: str, thing: str, size: int | None, limit: int) -> tuple[int, str]:
     """Copy ``url`` into ``out``, hashing as it goes; stop past ``limit`` bytes. Returns (bytes, sha256)."""
     h = hashlib.sha256()
     got = 0
@@ -368,9 +386,8 @@ def _stream(url: str, out: IO[bytes], name: str, thing: str, size: int | None, l
                 got += len(block)
                 if got > limit:
                     raise DataFetchError(
-                        f"data set {name!r}: {thing} from {url} is longer than the {limit} bytes expected; "
-                        f"nothing was kept; {hint}"
-                    )
+                        name, f"{thing} from {url} is longer than the {limit} bytes expected; nothing was kept",
+                        _instead())
                 h.update(block)
                 out.write(block)
             # read(n) returns b"" on a dropped connection: compare with the announced length
@@ -380,8 +397,8 @@ def _stream(url: str, out: IO[bytes], name: str, thing: str, size: int | None, l
         reason = getattr(exc, "reason", None) or exc
         of = f" of {size}" if size is not None else ""
         raise DataFetchError(
-            f"data set {name!r}: downloading {thing} from {url} failed after {got}{of} bytes "
-            f"({type(exc).__name__}: {str(reason).strip() or 'no detail'}); {hint}"
+            name, f"downloading {thing} from {url} failed after {got}{of} bytes "
+            f"({type(exc).__name__}: {str(reason).strip() or 'no detail'}): {_why(exc)}; nothing was kept", _instead()
         ) from exc
     out.flush()
     os.fsync(out.fileno())
@@ -390,8 +407,7 @@ def _stream(url: str, out: IO[bytes], name: str, thing: str, size: int | None, l
 
 @contextlib.contextmanager
 def _temp_beside(dest: Path, suffix: str) -> Iterator[tuple[IO[bytes], Path]]:
-    """An open temporary file in ``dest``'s directory, deleted on the way out unless moved away."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    """An open temporary file in ``dest``'s directory (which exists), deleted on the way out unless moved away."""
     fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=suffix)
     tmp = Path(tmp_name)
     try:
@@ -408,14 +424,13 @@ def _install(tmp: Path, dest: Path) -> None:
 
 def _download(f: DataFile, name: str, url: str, dest: Path) -> None:
     """Stream ``url`` into a temporary file beside ``dest``, verify it, then move it into place."""
-    hint = _hint(name)
     with _temp_beside(dest, ".part") as (out, tmp):
-        got, digest = _stream(url, out, name, f.path, f.size, f.size, hint)
+        got, digest = _stream(url, out, name, f.path, f.size, f.size)
         out.close()
         if got != f.size or digest != f.sha256:
             raise DataFetchError(
-                f"data set {name!r}: {f.path} from {url} does not verify: expected {f.size} bytes with sha256 "
-                f"{f.sha256}, got {got} bytes with sha256 {digest}; nothing was kept; {hint}"
+                name, f"{f.path} from {url} does not verify: expected {f.size} bytes with sha256 {f.sha256}, "
+                f"got {got} bytes with sha256 {digest}; nothing was kept", _instead()
             )
         _install(tmp, dest)
 
@@ -423,33 +438,31 @@ def _download(f: DataFile, name: str, url: str, dest: Path) -> None:
 def _derive(f: DataFile, name: str, url: str, dest: Path) -> None:
     """Download the source of a derived file beside ``dest``, apply its recipe, verify the result, move it."""
     assert f.recipe is not None and f.content_size is not None
-    hint = _hint(name)
     thing = f"the source of {f.path}"
     # an unpinned source (a text file with a line more or less) is about the size of the content
     limit = f.source_size if f.source_size is not None else 2 * f.content_size + _BLOCK
     with _temp_beside(dest, ".source.part") as (src, src_tmp), _temp_beside(dest, ".part") as (out, tmp):
         out.close()
-        got, digest = _stream(url, src, name, thing, f.source_size, limit, hint)
+        got, digest = _stream(url, src, name, thing, f.source_size, limit)
         src.close()
         if f.source_sha256 is not None and (digest != f.source_sha256 or got != f.source_size):
             raise DataFetchError(
-                f"data set {name!r}: {thing} from {url} does not verify: expected {f.source_size} bytes with sha256 "
-                f"{f.source_sha256}, got {got} bytes with sha256 {digest}; nothing was kept; {hint}"
+                name, f"{thing} from {url} does not verify: expected {f.source_size} bytes with sha256 "
+                f"{f.source_sha256}, got {got} bytes with sha256 {digest}; nothing was kept", _instead()
             )
         try:
             data_recipes.derive(f.recipe, src_tmp, tmp)
         except data_recipes.RecipeError as exc:
             raise DataFetchError(
-                f"data set {name!r}: {f.path} cannot be derived from {url}: {' '.join(str(exc).split())}; "
-                f"nothing was kept; {hint}"
+                name, f"{f.path} cannot be derived from {url}: {' '.join(str(exc).split())}; nothing was kept",
+                _instead()
             ) from None
         src_tmp.unlink()
         if not _verifies(tmp, f):
             size, content = _content_of(tmp, f) or (None, None)
             raise DataFetchError(
-                f"data set {name!r}: {f.path} derived from {url} does not verify: expected content of "
-                f"{f.content_size} bytes with sha256 {f.content_sha256}, got {size} bytes with sha256 {content}; "
-                f"nothing was kept; {hint}"
+                name, f"{f.path} derived from {url} does not verify: expected content of {f.content_size} bytes "
+                f"with sha256 {f.content_sha256}, got {size} bytes with sha256 {content}; nothing was kept", _instead()
             )
         _install(tmp, dest)
 
@@ -475,6 +488,8 @@ def fetch(name: str | Sequence[str], *, progress: Callable[[str], None] | None =
     it verifies; otherwise it is deleted. Without ``$DXRF_DATA_MIRROR`` a
     derived file is rebuilt from its downloaded source (see the module
     docstring), the source and the result each verified, and the source deleted.
+    A failure also removes the directories the fetch created that are still
+    empty (never one that existed before); verified files of the same fetch stay.
 
     Parameters
     ----------
@@ -504,7 +519,6 @@ def fetch(name: str | Sequence[str], *, progress: Callable[[str], None] | None =
     wanted = names() if "all" in keys else list(dict.fromkeys(keys))
     for n in wanted:
         _files_of(n)
-    name = " ".join(given)  # for the hint in messages
     mirror = _mirror()
     say = progress or (lambda _line: None)
     dest_dir = cache_dir()
@@ -519,27 +533,55 @@ def fetch(name: str | Sequence[str], *, progress: Callable[[str], None] | None =
                 continue
             if p is not None and p.resolve() != (dest_dir / f.path).resolve():
                 raise DataFetchError(
-                    f"data set {n!r}: {p} does not match its manifest (expected {f.size} bytes, sha256 {f.sha256}); "
+                    n, f"{p} does not match its manifest (expected {f.size} bytes, sha256 {f.sha256})",
                     "repair or remove it, or set DXRF_DATA_DISCOVER=0 to use the cache instead"
                 )
             plan.append((n, f, None))
     source_url_for(plan[0][1])  # a bad $DXRF_DATA_SOURCE_MIRROR fails before anything is downloaded
-    results = []
-    for n, f, p in plan:
-        if p is not None:
-            say(f"{n}: {f.path}: present in {p.parent}, sha256 verified")
-            results.append(FetchResult(n, f, p, "present", None))
+    made: list[Path] = []
+    try:
+        return [_fetch_one(n, f, p, dest_dir, mirror, say, made) for n, f, p in plan]
+    except BaseException:
+        _remove_empty(made)  # an interrupt too: no empty cache folders left behind
+        raise
+
+
+def _fetch_one(n: str, f: DataFile, p: Path | None, dest_dir: Path, mirror: str | None,
+               say: Callable[[str], None], made: list[Path]) -> FetchResult:
+    """One planned file of :func:`fetch`: left as is where present, else downloaded or derived into ``dest_dir``."""
+    if p is not None:
+        say(f"{n}: {f.path}: present in {p.parent}, sha256 verified")
+        return FetchResult(n, f, p, "present", None)
+    url = url_for(f)
+    dest = dest_dir / f.path
+    _make_dirs(dest.parent, made)
+    if mirror is None and f.recipe is not None:
+        say(f"{n}: {f.path}: downloading its source from {url} and deriving it")
+        _derive(f, n, url, dest)
+        say(f"{n}: {f.path}: derived, content verified, saved to {dest}")
+        return FetchResult(n, f, dest, "derived", url)
+    say(f"{n}: {f.path}: downloading {f.size} bytes from {url}")
+    _download(f, n, url, dest)
+    say(f"{n}: {f.path}: sha256 verified, saved to {dest}")
+    return FetchResult(n, f, dest, "downloaded", url)
+
+
+def _make_dirs(d: Path, made: list[Path]) -> None:
+    """Create ``d`` and its missing parents, outermost first, appending each one created here to ``made``."""
+    todo = []
+    while not d.exists() and d != d.parent:
+        todo.append(d)
+        d = d.parent
+    for d in reversed(todo):
+        try:
+            d.mkdir()
+        except FileExistsError:  # made meanwhile by someone else: not ours to remove
             continue
-        url = url_for(f)
-        dest = dest_dir / f.path
-        if mirror is None and f.recipe is not None:
-            say(f"{n}: {f.path}: downloading its source from {url} and deriving it")
-            _derive(f, n, url, dest)
-            say(f"{n}: {f.path}: derived, content verified, saved to {dest}")
-            results.append(FetchResult(n, f, dest, "derived", url))
-            continue
-        say(f"{n}: {f.path}: downloading {f.size} bytes from {url}")
-        _download(f, n, url, dest)
-        say(f"{n}: {f.path}: sha256 verified, saved to {dest}")
-        results.append(FetchResult(n, f, dest, "downloaded", url))
-    return results
+        made.append(d)
+
+
+def _remove_empty(made: list[Path]) -> None:
+    """Remove the directories of ``made`` that are empty, innermost first; rmdir never removes a file."""
+    for d in reversed(made):
+        with contextlib.suppress(OSError):
+            d.rmdir()

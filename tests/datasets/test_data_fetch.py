@@ -105,13 +105,20 @@ def test_manifest_is_package_data():
 
 
 @pytest.mark.parametrize("name", datasets.names())
-def test_every_file_a_loader_reads_is_in_the_manifest(name, tmp_path, monkeypatch):
-    # an empty data directory: the loader fails on its first file, which must be one of the manifest's
+def test_every_file_a_loader_reads_is_in_the_manifest(name, shared_data, tmp_path, monkeypatch):
+    # an empty data directory: loading fails naming every file of the set, all of them the manifest's
     monkeypatch.setenv("DXRF_DATA_DIR", str(tmp_path))
     with pytest.raises(FileNotFoundError) as info:
         datasets.load(name, n_rows=10)
-    first = next(f for f in data_cache.files() if name in f.datasets)
-    assert f"data set {name!r}: {first.path} is not in {tmp_path}" in str(info.value)
+    paths = [f.path for f in data_cache.files() if name in f.datasets]
+    listed = paths[0] if len(paths) == 1 else ", ".join(paths[:-1]) + " and " + paths[-1]
+    verb = "is" if len(paths) == 1 else "are"
+    assert str(info.value).startswith(f"data set {name!r}: {listed} {verb} not in {tmp_path} ")
+    # with just those files there it loads: the loader reads nothing the manifest does not list
+    for rel in paths:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).symlink_to(shared_data / rel)
+    assert datasets.load(name, n_rows=10).X_train.shape[0] > 0
 
 
 # -- lookup order ---------------------------------------------------------------------------------
@@ -137,13 +144,19 @@ def test_lookup_order(shared_data, tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     ("name", "mirror", "expected"),
     [
-        # exact source: the public URL at the pinned commit
-        ("protein", None, "to download it from https://raw.githubusercontent.com/treforevans/uci_datasets/"
-                          "f0737523712fe66a1640e4b980b927e8490b58eb/uci_datasets/protein/data.csv.gz"),
-        # derived file: its source, and the recipe
-        ("adult", None, "to download its source from https://raw.githubusercontent.com/advaithca/lessThanGreaterThan50k/"
-                        "e91f4a9036bba2042c17da9d8e75b22cea4d9b7c/adult.data and derive it"),
-        ("adult", "http://127.0.0.1:9/m/", "to download it from http://127.0.0.1:9/m/adult/adult.data.gz"),
+        # exact source: the public URLs at the pinned commit
+        ("protein", None, "to download them from https://raw.githubusercontent.com/treforevans/uci_datasets/"
+                          "f0737523712fe66a1640e4b980b927e8490b58eb/uci_datasets/protein/data.csv.gz and "
+                          "https://raw.githubusercontent.com/treforevans/uci_datasets/"
+                          "f0737523712fe66a1640e4b980b927e8490b58eb/uci_datasets/protein/test_mask.csv.gz"),
+        # derived files: their sources, and the recipe
+        ("adult", None, "to download their sources from https://raw.githubusercontent.com/advaithca/lessThanGreaterThan50k/"
+                        "e91f4a9036bba2042c17da9d8e75b22cea4d9b7c/adult.data and https://raw.githubusercontent.com/"
+                        "advaithca/lessThanGreaterThan50k/e91f4a9036bba2042c17da9d8e75b22cea4d9b7c/adult.test and "
+                        "derive them"),
+        ("adult", "http://127.0.0.1:9/m/", "to download them from http://127.0.0.1:9/m/adult/adult.data.gz and "
+                                           "http://127.0.0.1:9/m/adult/adult.test.gz"),
+        ("mnist", None, "to download its source from https://files.pythonhosted.org/"),
         ("mnist", "ftp://x", "`dxrf data fetch mnist` downloads it, but DXRF_DATA_MIRROR='ftp://x' must be"),
     ],
 )
@@ -157,7 +170,13 @@ def test_load_without_data_fails_in_one_line(name, mirror, expected, tmp_path, m
     msg = str(info.value)
     assert "\n" not in msg
     assert msg.startswith(f"data set {name!r}: ") and f"`dxrf data fetch {name}`" in msg
-    assert str(tmp_path / "dxrf" / "data") in msg
+    files = [f.path for f in data_cache.files() if name in f.datasets]
+    cache = tmp_path / "dxrf" / "data"
+    # every missing file, where it was looked for and why only there, how to use a copy instead
+    assert msg.startswith(f"data set {name!r}: {' and '.join(files)} {'are' if len(files) > 1 else 'is'} not in "
+                          f"{cache} (the user cache; DXRF_DATA_DISCOVER=0 turns off looking for a shared/data ")
+    assert (f"to use a copy, set DXRF_DATA_DIR to a directory that holds the files laid out as shared/data "
+            f"(e.g. DXRF_DATA_DIR=../shared/data), or copy them into {cache}; ") in msg
     assert expected in msg
     assert not (tmp_path / "dxrf").exists()  # loading never downloads
 
@@ -191,9 +210,14 @@ def test_load_with_download_and_no_network_fails_in_one_line(tmp_path, monkeypat
     with pytest.raises(data_cache.DataFetchError) as info:
         datasets.load("adult", download=True)
     msg = str(info.value)
-    assert "\n" not in msg and msg.startswith("data set 'adult': downloading ")
-    assert f"from {dead}/raw.githubusercontent.com/" in msg and "`dxrf data fetch adult`" in msg
-    assert not _files_under(tmp_path / "dxrf")
+    assert "\n" not in msg
+    assert msg.startswith(f"data set 'adult': adult/adult.data.gz and adult/adult.test.gz are not in "
+                          f"{tmp_path / 'dxrf' / 'data'} (the user cache; ")
+    assert (f", and fetching them failed: downloading the source of adult/adult.data.gz from "
+            f"{dead}/raw.githubusercontent.com/") in msg
+    assert "the URL could not be reached" in msg and "; instead, set DXRF_DATA_DIR to a directory" in msg
+    assert "retry" not in msg and "dxrf data fetch" not in msg  # the fetch just failed: doing it again would too
+    assert not (tmp_path / "dxrf").exists()  # nor an empty cache folder
 
 
 # -- fetching over HTTP ---------------------------------------------------------------------------
@@ -295,7 +319,9 @@ def test_damaged_mirror_gives_one_error_and_leaves_nothing(case, scheme, shared_
     assert f"{REL} from {url}" in err
     for part in case.message:
         assert part in err
-    assert _files_under(cache) == []  # neither the file nor its temporary copy
+    assert f"; nothing was kept; instead, check that DXRF_DATA_MIRROR={base} serves a copy laid out as shared/data" in err
+    assert "retry" not in err
+    assert not cache.exists()  # neither the file nor its temporary copy, nor the folders made for them
 
 
 def test_cut_connection_gives_one_error_and_leaves_nothing(tmp_path, monkeypatch, capsys):
@@ -322,8 +348,9 @@ def test_cut_connection_gives_one_error_and_leaves_nothing(tmp_path, monkeypatch
         rc, out, err = _cli(capsys, "fetch", "parkinsons")
     assert rc == 2 and err.count("\n") == 1
     assert f"dxrf: error: data set 'parkinsons': downloading {REL} from {base}/{REL} failed after 1000 of 334059 " in err
-    assert "IncompleteRead" in err and "retry `dxrf data fetch parkinsons`" in err
-    assert _files_under(cache) == []
+    assert "IncompleteRead" in err and "): the connection broke off before the end of the file; nothing was kept" in err
+    assert "retry" not in err
+    assert not cache.exists()
 
 
 @pytest.mark.parametrize(
@@ -347,7 +374,7 @@ def test_fetch_refusals(args, mirror, message, tmp_path, monkeypatch, capsys):
     rc, out, err = _cli(capsys, *args)
     assert rc == 2 and out == "" and err.count("\n") == 1
     assert err.startswith("dxrf: error: " + message)
-    assert _files_under(tmp_path / "cache") == []
+    assert not (tmp_path / "cache").exists()
 
 
 def test_corrupt_discovered_copy_is_reported(shared_data, tmp_path, monkeypatch, capsys):
@@ -398,13 +425,18 @@ def test_clean_clone_fetches_all_then_runs_the_readme_command(mirror, tmp_path):
     command = readme.split("```bash\n", 1)[1].split("\n```", 1)[0]
     reproduce = command.split("&& dxrf ", 1)[1].split()  # the part after the install
     assert reproduce[:3] == ["reproduce", "fig2-error-vs-m", "--quick"]
-    # no data and no network (the sources rebased onto a closed port): one line naming the set, the URL, the fix
+    # no data and no network (the sources rebased onto a closed port): one line naming every set and file the
+    # command needs, where dxrf looked (no ../shared/data beside the clone), the URL that failed, the fix
     dead = f"http://127.0.0.1:{_free_port()}"
     before = dxrf(*reproduce, DXRF_DATA_SOURCE_MIRROR=dead)
     assert before.returncode == 2 and before.stderr.count("\n") == 1, before.stderr
-    assert before.stderr.startswith("dxrf: error: data set 'protein': downloading ")
-    assert f"from {dead}/" in before.stderr and "`dxrf data fetch protein`" in before.stderr
-    assert not _files_under(tmp_path / "xdg" / "dxrf" / "data")
+    assert before.stderr.startswith("dxrf: error: data sets 'protein' (uci_regression_yang2016/protein.csv.gz, ")
+    for name in ("keggundirected", "adult", "epileptic_seizure"):
+        assert f"'{name}' (" in before.stderr
+    assert "no shared/data with a MANIFEST.md is in a parent directory of the checkout" in before.stderr
+    assert f"fetching them failed: downloading uci_regression_yang2016/protein.csv.gz from {dead}/" in before.stderr
+    assert "set DXRF_DATA_DIR to a directory that holds the files" in before.stderr
+    assert not (tmp_path / "xdg").exists()
     fetched = dxrf("data", "fetch", "all", DXRF_DATA_MIRROR=mirror)
     assert fetched.returncode == 0, fetched.stderr
     cache = tmp_path / "xdg" / "dxrf" / "data"
