@@ -42,22 +42,20 @@ def refit_features(
     """The chosen features, their kernel and their statistics over all rows, from the candidates' row ``groups``.
 
     ``drawn`` is the chosen bandwidth's candidate map, or for Nyström the
-    ``(rows, landmarks)`` of the uniform race; ``whitened``, the validated
-    Nyström map and its whitened statistics when the search kept them.
-    Returns ``(features_, kernel_, stats)``.
+    ``(rows, landmarks)`` of the uniform race; ``whitened`` (Nyström only) the
+    validated map of the chosen landmarks and its whitened statistics over
+    all rows. Returns ``(features_, kernel_, stats)``.
     """
     variant = Variant(params["selection"], params.get("lam"), params.get("rho"))
     m, m0 = params["n_components"], s.grid.n_candidates
     if s.nystroem:
-        # the first M landmarks in NystroemFeatures' order (by row index): its map with them, exactly
+        # the first M landmarks in NystroemFeatures' order (by row index), with the validation's
+        # own map of them: bitwise the one NystroemFeatures makes, at no second whitening
         rows, L = drawn
         order = np.argsort(rows[:m], kind="stable")
         features = NystroemFeatures(m, kernel=s.kernel, bandwidth=bandwidth, dtype=s.dtype, random_state=seed)
-        if whitened is not None:  # the validation's own map of these landmarks (bitwise the one made here)
-            features._set_landmarks(L[order], rows[order], bandwidth, 1, kernel=whitened.kernel)
-            return features, features.kernel_, whitened.total
-        features._set_landmarks(L[order], rows[order], bandwidth, 1)
-        return features, features.kernel_, sum(groups).subset(order).transformed(features.kernel_.transform_matrix)
+        features._set_landmarks(L[order], rows[order], bandwidth, 1, kernel=whitened.kernel)
+        return features, features.kernel_, whitened.total
     total = sum(groups)
     if variant.criterion is not None and s.grid.candidate_ratio is None:
         selector = _selector(s, variant, m, m0, bandwidth, seed)
