@@ -335,12 +335,18 @@ def _predict_precheck(args: argparse.Namespace) -> None:
 def cmd_fit(args: argparse.Namespace) -> int:
     import dxrf
     import dxrf.io
+    from dxrf.search.settings import learns_lengthscales
 
     data = _fit_inputs(args)
     classification = data.classes is not None
     metadata: dict = {"columns": list(data.columns), "classes": None if not classification else list(map(str, data.classes))}
     X = data.X
-    if args.standardize:
+    model = build_model(args, classification)
+    standardize = args.standardize
+    if standardize is None:
+        # a search that learns lengthscales sets the columns' scales itself (and may keep their own units)
+        standardize = not (hasattr(model, "bandwidths") and learns_lengthscales(model.get_params(deep=False), *X.shape))
+    if standardize:
         X = data.standardize(X)
         metadata.update(x_mean=np.asarray(data.x_mean, dtype=np.float64), x_std=np.asarray(data.x_std, dtype=np.float64))
     y = data.y
@@ -350,7 +356,6 @@ def cmd_fit(args: argparse.Namespace) -> int:
             raise ValueError(f"{args.data} has no usable y_min/y_max to scale y into [-1, 1]")
         # the model keeps the map (y_scale_) and predicts in the data's units
         y = data.scale_y(y)
-    model = build_model(args, classification)
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)
@@ -565,8 +570,9 @@ def add_model_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
                    help="search with k folds (an integer) or a hold-out fraction, all from one pass (default 5)")
     p.add_argument("--validation", type=float, default=None,
                    help="validation fraction (default: none for a plain fit, 0.2 with --alphas or sgd)")
-    p.add_argument("--standardize", action=argparse.BooleanOptionalAction, default=True,
-                   help="standardise inputs with the stored column statistics (the model keeps them)")
+    p.add_argument("--standardize", action=argparse.BooleanOptionalAction, default=None,
+                   help="standardise inputs with the stored column statistics (the model keeps them); default: "
+                        "yes, unless the search learns the lengthscales (it then sets the columns' scales itself)")
     p.add_argument("--scale-y", action="store_true",
                    help="fit on a numeric y scaled into [-1, 1] (the model keeps the map: predictions are in y's units)")
     p.add_argument("--dtype", choices=["float32", "float64"], default=None,

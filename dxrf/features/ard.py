@@ -15,6 +15,7 @@ import numpy as np
 from dxrf.core.labels import class_labels, encode_classes
 from dxrf.core.validation import is_dask
 from dxrf.kernels.gp import ARDResult, fit_ard
+from dxrf.kernels.gp_isotropic import fit_isotropic
 
 __all__ = ["row_sample", "ard_targets", "learn_lengthscales"]
 
@@ -79,8 +80,13 @@ def learn_lengthscales(
     rows: int,
     restarts: int,
     owner: str,
+    isotropic: bool = False,
 ) -> ARDResult:
     """Per-column lengthscales of maximum GP evidence on a uniform sample of ``rows`` rows (one read of X).
+
+    With ``isotropic``, one lengthscale in the columns' own units or in units of
+    their spread, whichever has more evidence (:func:`~dxrf.kernels.gp_isotropic.fit_isotropic`;
+    ``restarts`` is then unused).
 
     ``y`` is required (``owner`` names the map in the error); its sampled
     rows go through :func:`ard_targets`. Rows of weight 0 are dropped by
@@ -94,4 +100,6 @@ def learn_lengthscales(
         raise ValueError(f"y has {y.shape[0]} rows but X has {X.shape[0]}")
     sample, w, ys, _ = row_sample(X, rng, rows, sample_weight, y, what="bandwidth='ard'")
     seed = int(rng.integers(2**63))
+    if isotropic:
+        return fit_isotropic(sample, ard_targets(ys), w, random_state=seed)[0]
     return fit_ard(sample, ard_targets(ys), w, restarts=restarts, random_state=seed)

@@ -117,15 +117,15 @@ class _SearchCV:
     _task = "regression"
     _param_rules = SEARCH_RULES
 
-    def _check_params(self, n_rows: int | None = None) -> SearchGrid:
+    def _check_params(self, n_rows: int | None = None, n_columns: int | None = None) -> SearchGrid:
         """Validate the parameters (also run on a loaded model); return the grid ("auto" values resolved)."""
         check_parameters(self, self._param_rules)
-        return search_grid(resolve_auto(self.get_params(deep=False), n_rows))
+        return search_grid(resolve_auto(self.get_params(deep=False), n_rows, n_columns))
 
-    def _settings(self, n_rows: int | None = None) -> SearchSettings:
-        """The checked parameters, as the search driver reads them ("auto" values resolved for ``n_rows`` rows)."""
-        params = resolve_auto(self.get_params(deep=False), n_rows)
-        grid = self._check_params(n_rows)
+    def _settings(self, n_rows: int | None = None, n_columns: int | None = None) -> SearchSettings:
+        """The checked parameters, as the search driver reads them ("auto" values resolved for the data's shape)."""
+        params = resolve_auto(self.get_params(deep=False), n_rows, n_columns)
+        grid = self._check_params(n_rows, n_columns)
         growth = None
         if self.n_components == "auto":
             growth = GrowthBudget(max_components=self.max_components, time_budget=self.time_budget)
@@ -341,7 +341,7 @@ class RandomFeatureRidgeCV(_SearchCV, _RidgeRegressor):
         """
         self._check_params()
         X, y, w = self._regression_targets(X, y, sample_weight)
-        settings = self._settings(int(X.shape[0]))
+        settings = self._settings(int(X.shape[0]), int(X.shape[1]))
         stats = self._search(X, y, settings, None, w)
         coef = self._ridge_refit(stats)
         self._set_regression_coef(coef, y.ndim == 1)
@@ -443,7 +443,7 @@ class RandomFeatureClassifierCV(_SearchCV, _RidgeClassifier):
         """
         self._check_params()
         X, T, w = self._class_targets(X, y, sample_weight)
-        settings = self._settings(int(X.shape[0]))
+        settings = self._settings(int(X.shape[0]), int(X.shape[1]))
         stats = self._search(X, T, settings, self.classes_, w)
         if self.loss == "squared":
             self._set_class_coef(self._ridge_refit(stats))

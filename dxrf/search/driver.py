@@ -38,7 +38,7 @@ from dxrf.stats.accumulation import accumulate
 
 __all__ = ["SearchOutcome", "run_search", "ARD_ROWS"]
 
-#: rows of the sample whose exact GP evidence gives "ard" bandwidths their lengthscales (measured
+#: rows of the sample whose exact GP evidence gives "ard" and "evidence" bandwidths their lengthscales (measured
 #: on kin40k: 8 s at 2000 rows, and the optimum of three starts from one; DESIGN.md)
 ARD_ROWS = 2000
 
@@ -73,7 +73,7 @@ class _Drawn:
     kernels: list  # per bandwidth, the candidates' kernel
     candidates: list | None  # per bandwidth, the candidate map (Fourier)
     landmarks: tuple | None  # (rows, landmarks) of the uniform race (Nystroem)
-    lengthscales: np.ndarray | None = None  # learned for "ard" bandwidths
+    lengthscales: np.ndarray | None = None  # learned for "ard" bandwidths (else "evidence" ones)
 
 
 class _Reader:
@@ -213,7 +213,14 @@ def _draw(s: SearchSettings, X: object, T: object, sample_weight: object, seed: 
         rng = np.random.default_rng([seed, 0xA4D])
         learned = learn_lengthscales(X, T, sample_weight, rng, ARD_ROWS, 1, "the search").lengthscales
         passes += 1
-    values = [b.resolve(median, learned) for b in s.grid.bandwidths]
+    isotropic = None
+    if s.grid.needs_evidence:
+        # one lengthscale of maximum GP evidence (own or spread units), on the same rows: a read of X
+        rng = np.random.default_rng([seed, 0xA4D])
+        isotropic = learn_lengthscales(X, T, sample_weight, rng, ARD_ROWS, 1, "the search", isotropic=True).lengthscales
+        passes += 1
+    values = [b.resolve(median, learned, isotropic) for b in s.grid.bandwidths]
+    learned = learned if learned is not None else isotropic
     for v in values:
         if isinstance(v, np.ndarray):  # lengthscales: one per column, refused before any read
             check_lengthscales(v, int(X.shape[1]))

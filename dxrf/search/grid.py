@@ -1,7 +1,8 @@
 """The grid of a model search: bandwidths, selections, numbers of features and penalties.
 
 Every axis is a list. Bandwidths are numbers, multiples of the median
-heuristic (``"median"``, ``"median*0.5"``) or vectors of per-column
+heuristic (``"median"``, ``"median*0.5"``), multiples of lengthscales learned
+by GP evidence (``"ard*0.7"``, ``"evidence"``) or vectors of per-column
 lengthscales (one candidate each, labelled compactly); a selection variant is a
 selection method with its own penalty (``lam`` for ELSS, ``rho`` for LKRF);
 numbers of features are prefixes of one candidate set per bandwidth; ridge
@@ -33,6 +34,7 @@ SELECTIONS = {
 
 _MEDIAN = re.compile(r"^\s*(?:median\s*(?:\*\s*(?P<a>[^*\s]+))?|(?P<b>[^*\s]+)\s*\*\s*median)\s*$")
 _ARD = re.compile(r"^\s*(?:ard\s*(?:\*\s*(?P<a>[^*\s]+))?|(?P<b>[^*\s]+)\s*\*\s*ard)\s*$")
+_EVIDENCE = re.compile(r"^\s*(?:evidence\s*(?:\*\s*(?P<a>[^*\s]+))?|(?P<b>[^*\s]+)\s*\*\s*evidence)\s*$")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,19 +48,25 @@ class BandwidthSpec:
     value: float | tuple[float, ...] | None
     factor: float | None
     text: object
-    base: str = "median"  # what ``factor`` multiplies: the median heuristic, or the learned lengthscales "ard"
+    # what ``factor`` multiplies: the median heuristic ("median"), the per-column lengthscales of
+    # maximum GP evidence ("ard"), or the one lengthscale of maximum evidence in the units it chose ("evidence")
+    base: str = "median"
 
     @property
     def is_vector(self) -> bool:
         return isinstance(self.value, tuple)
 
-    def resolve(self, median: float | None, lengthscales: np.ndarray | None = None) -> float | np.ndarray:
+    def resolve(self, median: float | None, lengthscales: np.ndarray | None = None,
+                isotropic: np.ndarray | None = None) -> float | np.ndarray:
+        """The value: ``factor`` times the median, the ARD lengthscales or the isotropic evidence's lengthscales."""
         if self.is_vector:
             return np.array(self.value, dtype=np.float64)
         if self.factor is None:
             return self.value
         if self.base == "ard":
             return self.factor * np.asarray(lengthscales, dtype=np.float64)
+        if self.base == "evidence":
+            return self.factor * np.asarray(isotropic, dtype=np.float64)
         return self.factor * float(median)
 
 
@@ -75,13 +83,13 @@ def _factor(text: str | None, bad: ValueError) -> float:
 
 def parse_bandwidth(spec: object) -> BandwidthSpec:
     """A number, ``"median"``, ``"median*c"`` or ``"c*median"`` (``c > 0``), or lengthscales; else ``ValueError``."""
-    bad = ValueError(f"bandwidths must hold positive numbers, 'median', 'median*c', 'ard' or 'ard*c' (c > 0), "
-                     f"or lengthscales, got {spec!r}")
+    bad = ValueError(f"bandwidths must hold positive numbers, 'median', 'median*c', 'ard', 'ard*c', 'evidence' or "
+                     f"'evidence*c' (c > 0), or lengthscales, got {spec!r}")
     if is_lengthscales(spec):
         ls = check_lengthscales(spec)
         return BandwidthSpec(tuple(ls.tolist()), None, format_bandwidth(ls))
     if isinstance(spec, str):
-        for base, pattern in (("ard", _ARD), ("median", _MEDIAN)):
+        for base, pattern in (("ard", _ARD), ("evidence", _EVIDENCE), ("median", _MEDIAN)):
             m = pattern.match(spec)
             if m is not None:
                 return BandwidthSpec(None, _factor(m.group("a") or m.group("b"), bad), spec, base=base)
@@ -131,6 +139,10 @@ class SearchGrid:
     @property
     def needs_ard(self) -> bool:
         return any(b.factor is not None and b.base == "ard" for b in self.bandwidths)
+
+    @property
+    def needs_evidence(self) -> bool:
+        return any(b.factor is not None and b.base == "evidence" for b in self.bandwidths)
 
     @property
     def supervised(self) -> bool:

@@ -145,6 +145,9 @@ def test_fit_without_grid_options_runs_the_default_search(scheduler, datasets, t
     assert type(model.features_).__name__ == "NystroemFeatures"
     assert model.best_params_["bandwidth"] in ("ard*0.5", "ard*0.7", "ard")  # learned lengthscales, rescaled
     assert model.learned_lengthscales_.shape == (model.n_features_in_,)
+    # learned lengthscales set the columns' scales: the inputs are not standardised (the grid fit above is)
+    meta = dxrf.load(tmp_path / "m", with_metadata=True)[1]
+    assert meta.get("x_mean") is None and meta.get("x_std") is None
     stages = model.growth_["stages"]
     assert model.best_params_["n_components"] in model.n_components_searched_
     # each stage: the landmarks' race, the statistics and the scoring pass; first the lengthscales' sample

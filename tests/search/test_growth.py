@@ -114,8 +114,46 @@ def test_ard_bandwidths_parse_and_need_the_gaussian_kernel():
     spec = parse_bandwidth("ard*0.5")
     assert (spec.base, spec.factor) == ("ard", 0.5) and parse_bandwidth("2*ard").factor == 2.0
     np.testing.assert_allclose(spec.resolve(None, np.array([2.0, 4.0])), [1.0, 2.0])
-    with _pytest.raises(ValueError, match="'ard' or 'ard\\*c'"):
+    with _pytest.raises(ValueError, match="'ard', 'ard\\*c', 'evidence' or 'evidence\\*c'"):
         parse_bandwidth("ard*-1")
     X = np.random.default_rng(1).normal(size=(300, 2))
-    with _pytest.raises(ValueError, match="'ard' bandwidths learn the lengthscales of a gaussian kernel"):
-        dxrf.RandomFeatureRidgeCV(bandwidths=["ard"], n_components=[20], kernel="laplacian").fit(X, X[:, 0])
+    for spec in ("ard", "evidence*2"):
+        with _pytest.raises(ValueError, match="'ard' and 'evidence' bandwidths learn the lengthscales of a gaussian"):
+            dxrf.RandomFeatureRidgeCV(bandwidths=[spec], n_components=[20], kernel="laplacian").fit(X, X[:, 0])
+
+
+def test_wide_inputs_learn_one_lengthscale_in_the_units_of_more_evidence():
+    """Above ARD_MAX_COLUMNS columns the default learns one lengthscale ('evidence'), in own or spread units."""
+    import numpy as np
+
+    import dxrf
+    from dxrf.search.grid import parse_bandwidth
+    from dxrf.search.settings import (ARD_BANDWIDTHS, ARD_MAX_COLUMNS, EVIDENCE_BANDWIDTHS, learns_lengthscales,
+                                      resolve_auto)
+
+    params = dxrf.RandomFeatureClassifierCV().get_params(deep=False)
+    assert resolve_auto(params, 5000, ARD_MAX_COLUMNS)["bandwidths"] == list(ARD_BANDWIDTHS)
+    assert resolve_auto(params, 5000, ARD_MAX_COLUMNS + 1)["bandwidths"] == list(EVIDENCE_BANDWIDTHS)
+    assert learns_lengthscales(params, 5000, 784) and learns_lengthscales(params, 5000, 3)
+    assert not learns_lengthscales(params, 100, 3)  # too few rows: median multiples
+    assert not learns_lengthscales({**params, "bandwidths": ["median", 2.0]}, 5000, 784)
+    assert learns_lengthscales({**params, "bandwidths": ["evidence*0.5"]}, 5000, 3)
+    spec = parse_bandwidth("0.7*evidence")
+    assert (spec.base, spec.factor) == ("evidence", 0.7)
+    np.testing.assert_allclose(spec.resolve(None, None, np.array([2.0, 2.0])), [1.4, 1.4])
+
+    # columns in one unit, some nearly constant: one lengthscale in those units, one more read of X
+    rng = np.random.default_rng(0)
+    X = rng.uniform(size=(800, 10))
+    X[:, 6:] = np.where(rng.uniform(size=(800, 4)) < 0.02, 1.0, 0.0)
+    y = np.sin(3.0 * X[:, :6].sum(axis=1) / np.sqrt(6)) + 0.05 * rng.normal(size=800)
+    m = dxrf.RandomFeatureRidgeCV(bandwidths=["evidence", "evidence*0.5"], n_components=[50, 100],
+                                  features="nystroem", cv=0.2, random_state=0).fit(X, y)
+    ell = m.learned_lengthscales_
+    np.testing.assert_allclose(ell, ell[0])
+    factor = {"evidence": 1.0, "evidence*0.5": 0.5}[m.best_params_["bandwidth"]]
+    np.testing.assert_allclose(m.bandwidth_, factor * ell)
+    base = dxrf.RandomFeatureRidgeCV(bandwidths=[1.0], n_components=[50, 100], features="nystroem", cv=0.2,
+                                     random_state=0).fit(X, y)
+    assert m.n_passes_ == base.n_passes_ + 1
+    assert m.score(X, y) > 0.9
