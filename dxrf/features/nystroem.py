@@ -180,10 +180,13 @@ class NystroemFeatures(KernelTransformer):
         ``lam`` of the leverage scores, in DESIGN.md's normalised convention.
     leverage_components : int, default=1000
         Random Fourier features ``M0`` of the leverage scores' first pass.
-    whitening : {"eigh", "cholesky"}, default="eigh"
-        The symmetric, thresholded ``K_LL^{-1/2}``, or the triangular
+    whitening : {"eigh", "cholesky", "pivoted"}, default="eigh"
+        The symmetric, thresholded ``K_LL^{-1/2}``; the triangular
         ``R^{-1}`` (for many landmarks; refused when ``K_LL`` is not
-        positive definite).
+        positive definite); or the triangular inverse of a pivoted Cholesky
+        factor that drops the landmarks the others explain to within rounding
+        (for many landmarks, never refused; the growing search's choice from
+        2048 landmarks).
     dtype : {"float32", "float64"}, default="float64"
         Arithmetic of the kernel values. float32 halves the pass's time but
         its rounding, amplified by ``K_LL^{-1/2}`` along small eigenvalues,

@@ -4,6 +4,8 @@
   dtype, into a reused buffer (the raw features of a Nyström map);
 - :func:`inverse_sqrt`: the thresholded ``K_LL^{-1/2}`` that whitens them;
 - :func:`inverse_cholesky`: the cheaper triangular whitening ``R^{-1}`` (``K_LL = R^T R``);
+- :func:`inverse_pivoted`: a triangular whitening from a pivoted Cholesky factorisation that
+  drops the landmarks the others already explain (as :func:`inverse_sqrt` drops directions);
 - :func:`race_pass`: an engine pass that samples ``M`` distinct rows with
   probabilities proportional to weights (uniform, or approximate ridge leverage
   scores from random Fourier features) and returns just those rows.
@@ -19,15 +21,16 @@ from dxrf.core.device import array_module, to_host
 from dxrf.engine import Pass, Rows, check_block, row_uniforms
 
 __all__ = [
-    "LANDMARK_KERNELS", "WHITENINGS", "landmark_block", "inverse_sqrt", "inverse_cholesky", "whitening_of", "eigen_cutoff", "race_pass", "RaceConfig", "row_weights",
+    "LANDMARK_KERNELS", "WHITENINGS", "landmark_block", "inverse_sqrt", "inverse_cholesky", "inverse_pivoted", "whitening_of", "eigen_cutoff", "race_pass", "RaceConfig", "row_weights",
     "leverage_transform",
 ]
 
 #: shift-invariant kernels a Nyström map evaluates against its landmarks (DESIGN.md section 2)
 LANDMARK_KERNELS = ("gaussian", "laplacian", "cauchy")
 
-#: how a Nyström map whitens its kernel values: symmetric ``K_LL^{-1/2}`` or triangular ``R^{-1}``
-WHITENINGS = ("eigh", "cholesky")
+#: how a Nyström map whitens its kernel values: symmetric ``K_LL^{-1/2}``, triangular ``R^{-1}``, or
+#: triangular over the landmarks a pivoted factorisation keeps
+WHITENINGS = ("eigh", "cholesky", "pivoted")
 
 
 def landmark_block(
@@ -106,8 +109,11 @@ def eigen_cutoff(eigenvalues: np.ndarray, dtype: np.dtype) -> float:
     while the same model scored 0.48 on the rows. Such directions carry no
     signal the features could resolve, so they are dropped, not damped.
     """
-    m = eigenvalues.size
-    top = float(max(eigenvalues.max(initial=0.0), 0.0))
+    return _cutoff(float(max(eigenvalues.max(initial=0.0), 0.0)), eigenvalues.size, dtype)
+
+
+def _cutoff(top: float, m: int, dtype: np.dtype) -> float:
+    """:func:`eigen_cutoff` of ``m`` landmarks whose kernel matrix has largest eigenvalue ``top``."""
     return max(1e-12, m * float(np.finfo(dtype).eps) * top, np.sqrt(np.finfo(np.float64).eps) * top)
 
 
@@ -157,10 +163,68 @@ def inverse_cholesky(K: np.ndarray) -> np.ndarray:
     return Cinv.T
 
 
+def largest_eigenvalue(K: np.ndarray, steps: int = 30) -> float:
+    """The largest eigenvalue of a symmetric positive semi-definite ``K``, by power iteration from ones.
+
+    A kernel matrix with non-negative entries has a non-negative leading
+    eigenvector (Perron), so the all-ones start converges fast; the estimate
+    (a Rayleigh quotient) never exceeds the true value and only sets a
+    threshold's scale. ``steps`` matrix-vector products: ``O(M^2)`` each.
+    """
+    v = np.ones(K.shape[0]) / np.sqrt(K.shape[0])
+    top = 0.0
+    for _ in range(steps):
+        w = K @ v
+        top = float(v @ w)
+        norm = float(np.linalg.norm(w))
+        if norm == 0.0:
+            return 0.0
+        v = w / norm
+    return max(top, 0.0)
+
+
+def inverse_pivoted(K: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """A triangular whitening over the landmarks a pivoted Cholesky factorisation keeps (float64, ``M x M``).
+
+    LAPACK's ``pstrf`` factors ``P^T K P = L L^T``, taking at each step the
+    landmark of largest remaining (conditional) variance, and stops when that
+    falls below :func:`eigen_cutoff` of ``K``'s largest eigenvalue (a power
+    iteration): the rest are explained by the kept ``r`` to within the
+    statistics' rounding. Rows of ``T`` at the kept landmarks hold
+    ``L_r^{-T}``; the dropped landmarks' rows and the last ``M - r`` columns
+    are zero, so the features keep their number and those ``M - r`` are
+    identically zero, as the directions :func:`inverse_sqrt` drops. About
+    ``M^3 / 3`` flops against an eigendecomposition's ``~9 M^3`` (measured at
+    M = 8000 on two cores: 3.1 s against 44 s).
+    """
+    from scipy.linalg.lapack import dpstrf, dtrtri
+
+    K = np.asarray(K, dtype=np.float64)
+    m = K.shape[0]
+    tol = _cutoff(largest_eigenvalue(K), m, np.dtype(dtype))
+    # one BLAS thread: reproducible to the bit (and OpenBLAS's threaded factorisations crashed at
+    # M >= ~16 000 here: see inverse_cholesky)
+    with blas_limit(1):
+        c, piv, rank, info = dpstrf(np.array(K, order="F"), tol=tol, lower=1, overwrite_a=1)
+    if info < 0:  # pragma: no cover - an argument error
+        raise ValueError(f"LAPACK dpstrf failed (info={info})")
+    r = int(rank)
+    kept = piv[:r] - 1  # pstrf's pivots count from 1
+    inv, info = dtrtri(np.tril(c[:r, :r]), lower=1)
+    if info != 0:  # pragma: no cover - the kept pivots are positive
+        raise ValueError(f"the landmarks' pivoted Cholesky factor is singular (LAPACK dtrtri info={info})")
+    T = np.zeros((m, m))
+    T[kept, :r] = inv.T
+    return T
+
+
 def whitening_of(K: np.ndarray, dtype: np.dtype, method: str = "eigh") -> np.ndarray:
-    """The whitening of a landmark kernel matrix ``K``: :func:`inverse_sqrt` (``"eigh"``) or :func:`inverse_cholesky`."""
+    """The whitening of a landmark kernel matrix ``K``: :func:`inverse_sqrt` (``"eigh"``),
+    :func:`inverse_cholesky` (``"cholesky"``) or :func:`inverse_pivoted` (``"pivoted"``)."""
     if method == "cholesky":
         return inverse_cholesky(K)
+    if method == "pivoted":
+        return inverse_pivoted(K, dtype)
     if method == "eigh":
         return inverse_sqrt(K, dtype)
     raise ValueError(f"whitening must be one of {WHITENINGS}, got {method!r}")

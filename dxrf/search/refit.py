@@ -53,7 +53,8 @@ def refit_features(
         # own map of them: bitwise the one NystroemFeatures makes, at no second whitening
         rows, L = drawn
         order = np.argsort(rows[:m], kind="stable")
-        features = NystroemFeatures(m, kernel=s.kernel, bandwidth=bandwidth, dtype=s.dtype, random_state=seed)
+        features = NystroemFeatures(m, kernel=s.kernel, bandwidth=bandwidth, whitening=whitened.whitening,
+                                    dtype=s.dtype, random_state=seed)
         features._set_landmarks(L[order], rows[order], bandwidth, 1, kernel=whitened.kernel)
         return features, features.kernel_, whitened.total
     total = sum(groups)

@@ -148,6 +148,44 @@ class RidgePath:
         return int(np.nanargmin(mean))
 
 
+#: from this many features a path of few penalties factors ``C + alpha I`` per penalty (Cholesky,
+#: ``M^3 / 3`` each) instead of one eigendecomposition (about 20 Cholesky factorisations' time on
+#: one thread: 10.5 s against 0.52 s at M = 4000 on this machine's two cores). Below it the
+#: eigendecomposition is cheap and kept (the first stage of the growing search is unchanged).
+FACTOR_EACH_MIN_FEATURES = 2048
+#: at most this many penalties are factored one by one; more take the eigendecomposition
+FACTOR_EACH_MAX_PENALTIES = 16
+
+
+def _factor_each(m: int, alphas: np.ndarray) -> bool:
+    """Whether a path over ``alphas`` at ``m`` features is cheaper by one Cholesky factorisation per penalty."""
+    return m >= FACTOR_EACH_MIN_FEATURES and alphas.size <= FACTOR_EACH_MAX_PENALTIES and bool(np.all(alphas > 0))
+
+
+def _factored_path(C: np.ndarray, c: np.ndarray, alphas: np.ndarray) -> np.ndarray | None:
+    """``(C + alpha I)^{-1} c`` for each penalty by Cholesky factorisations; None if one fails.
+
+    One ``M x M`` work array is refilled per penalty (LAPACK factors it in
+    place), so the path holds two of them, as the eigendecomposition does.
+    A failed factorisation (a penalty below the rounding of a singular
+    ``C``) hands the whole path to the eigendecomposition.
+    """
+    m = C.shape[0]
+    work = np.empty((m, m), dtype=np.float64, order="F")
+    out = np.empty((alphas.size,) + c.shape, dtype=np.float64)
+    with blas_limit(1):  # reproducible to the bit, as the eigendecomposition's path
+        for p, alpha in enumerate(alphas):
+            work[...] = C
+            work.flat[:: m + 1] += alpha
+            factor, info = scipy.linalg.lapack.dpotrf(work, lower=1, clean=0, overwrite_a=1)
+            if info != 0:
+                return None
+            out[p], info = scipy.linalg.lapack.dpotrs(factor, c, lower=1)
+            if info != 0:  # pragma: no cover - potrf succeeded
+                return None
+    return out
+
+
 def ridge_path(
     stats: FeatureStats,
     alphas: np.ndarray,
@@ -159,22 +197,28 @@ def ridge_path(
     """Ridge solutions for every penalty in ``alphas`` from one eigendecomposition.
 
     ``theta(alpha) = U diag(1 / (lambda + alpha)) U^T c`` with ``C = U diag(lambda) U^T``.
+    From :data:`FACTOR_EACH_MIN_FEATURES` features, a path of up to
+    :data:`FACTOR_EACH_MAX_PENALTIES` positive penalties is solved by one
+    Cholesky factorisation of ``C + alpha I`` per penalty instead: the same
+    solutions up to rounding, for a fraction of the time.
     With ``validation`` statistics the exact validation MSE of every solution
     is returned too (NaN where rounding of statistics of relative accuracy
     ``rtol`` swamps it: see :func:`mse_from_stats`).
     """
     alphas = check_alpha_grid(alphas)
     C, c = _normal_equations(stats, fit_intercept)
-    # one BLAS thread: reproducible to the bit, whatever BLAS threads the caller has;
-    # NumPy's eigh releases the GIL (SciPy's wrapper holds it), so paths run in parallel threads
-    with blas_limit(1):
-        evals, U = np.linalg.eigh(C)
-    evals = np.maximum(evals, 0.0)
-    Uc = U.T @ c
-    with np.errstate(divide="ignore", invalid="ignore"):
-        inv = 1.0 / (evals[None, :] + alphas[:, None])  # (P, M)
-    inv[~np.isfinite(inv)] = 0.0  # alpha = 0 on a null direction: minimum-norm solution
-    coefs = np.einsum("mj,pj,jk->pmk", U, inv, Uc)
+    coefs = _factored_path(C, c, alphas) if _factor_each(C.shape[0], alphas) else None
+    if coefs is None:
+        # one BLAS thread: reproducible to the bit, whatever BLAS threads the caller has
+        # NumPy's eigh releases the GIL (SciPy's wrapper holds it), so paths run in parallel threads
+        with blas_limit(1):
+            evals, U = np.linalg.eigh(C)
+        evals = np.maximum(evals, 0.0)
+        Uc = U.T @ c
+        with np.errstate(divide="ignore", invalid="ignore"):
+            inv = 1.0 / (evals[None, :] + alphas[:, None])  # (P, M)
+        inv[~np.isfinite(inv)] = 0.0  # alpha = 0 on a null direction: minimum-norm solution
+        coefs = np.einsum("mj,pj,jk->pmk", U, inv, Uc)
     intercepts = np.stack([_intercept(stats, cf, fit_intercept) for cf in coefs])
     mse = None if validation is None else mse_from_stats(validation, coefs, intercepts, rtol=rtol)
     return RidgePath(alphas, coefs, intercepts, mse)

@@ -157,3 +157,15 @@ def test_wide_inputs_learn_one_lengthscale_in_the_units_of_more_evidence():
                                      random_state=0).fit(X, y)
     assert m.n_passes_ == base.n_passes_ + 1
     assert m.score(X, y) > 0.9
+
+
+def test_later_stages_validate_the_penalties_near_the_last_choice():
+    import numpy as np
+
+    from dxrf.search.staged import alpha_window
+
+    alphas = np.logspace(-10, 0, 11)
+    np.testing.assert_allclose(alpha_window(alphas, 1e-6), np.logspace(-8, -4, 5))
+    np.testing.assert_allclose(alpha_window(alphas, 1e-10), np.logspace(-10, -8, 3))  # at an edge: three
+    np.testing.assert_allclose(alpha_window(np.array([1e-3, 1.0]), 1.0), [1e-3, 1.0])  # fewer than three: all
+    np.testing.assert_allclose(alpha_window(np.array([0.0, 1.0, 2.0]), 1.0), [0.0, 1.0, 2.0])  # zero: untouched

@@ -1,5 +1,7 @@
 """Ridge solves from statistics against dense NumPy ridge on explicit features."""
 
+import importlib
+
 import numpy as np
 import pytest
 
@@ -53,3 +55,39 @@ def test_bad_alphas():
         solve_ridge(stats, -1.0)
     with pytest.raises(ValueError, match="without targets"):
         solve_ridge(accumulate(X, features=dxrf.RandomFourierFeatures(10, random_state=0)), 1.0)
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_large_paths_factor_each_penalty_and_agree_with_the_eigendecomposition(monkeypatch, fit_intercept):
+    """From FACTOR_EACH_MIN_FEATURES features a short path is one Cholesky per penalty: the same solutions."""
+    rp = importlib.import_module("dxrf.solvers.ridge_path")  # the module (the package exports the function)
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(1500, 4))
+    Y = np.column_stack([np.sin(X[:, 0]), X[:, 1] ** 2]) + 0.05 * rng.normal(size=(1500, 2))
+    fmap = dxrf.RandomFourierFeatures(120, bandwidth=1.5, dtype="float64", random_state=0).fit(X)
+    train, valid = accumulate(X, Y, fmap, split=0.3)
+    alphas = np.array([1e-8, 1e-5, 1e-2])
+    by_eigh = ridge_path(train, alphas, valid, fit_intercept=fit_intercept)
+    monkeypatch.setattr(rp, "FACTOR_EACH_MIN_FEATURES", 100)
+    by_cholesky = ridge_path(train, alphas, valid, fit_intercept=fit_intercept)
+    assert rp._factor_each(120, alphas) and not rp._factor_each(120, np.array([0.0, 1.0]))
+    assert not rp._factor_each(120, np.logspace(-8, 0, rp.FACTOR_EACH_MAX_PENALTIES + 1))
+    rows = ~dxrf.stats.accumulation.hashed_split(0, 1500, 0.3)
+    for i, a in enumerate(alphas):
+        coef, _ = dense_ridge(fmap.transform(X)[rows], Y[rows], a, fit_intercept)
+        scale = np.linalg.norm(coef)
+        assert np.linalg.norm(by_cholesky.coefs[i] - coef) / scale < 1e-7
+        assert np.linalg.norm(by_cholesky.coefs[i] - by_eigh.coefs[i]) / scale < 1e-7
+    np.testing.assert_allclose(by_cholesky.validation_mse, by_eigh.validation_mse, rtol=1e-7)
+    np.testing.assert_allclose(by_cholesky.intercepts, by_eigh.intercepts, rtol=1e-7, atol=1e-10)
+
+
+def test_a_failed_factorisation_hands_the_path_to_the_eigendecomposition():
+    rp = importlib.import_module("dxrf.solvers.ridge_path")  # the module (the package exports the function)
+
+    C = np.ones((3, 3))  # exactly singular: a penalty below its rounding leaves a zero pivot
+    c = np.array([[1.0], [1.0], [1.0]])
+    assert rp._factored_path(C, c, np.array([1.0, 1e-300])) is None
+    solved = rp._factored_path(C, c, np.array([1.0]))
+    np.testing.assert_allclose(solved[0], np.linalg.solve(C + np.eye(3), c), rtol=1e-12)
