@@ -17,7 +17,7 @@ from dxrf.core.validation import is_dask
 from dxrf.kernels.gp import ARDResult, fit_ard
 from dxrf.kernels.gp_isotropic import fit_isotropic
 
-__all__ = ["row_sample", "ard_targets", "learn_lengthscales"]
+__all__ = ["row_sample", "ard_targets", "learn_lengthscale_kinds"]
 
 
 def row_sample(
@@ -72,7 +72,7 @@ def ard_targets(y: np.ndarray) -> np.ndarray:
     return encode_classes(y, class_labels(y, "bandwidth='ard'"))
 
 
-def learn_lengthscales(
+def learn_lengthscale_kinds(
     X: np.ndarray | da.Array,
     y: object,
     sample_weight: np.ndarray | da.Array | None,
@@ -80,17 +80,17 @@ def learn_lengthscales(
     rows: int,
     restarts: int,
     owner: str,
-    isotropic: bool = False,
-) -> ARDResult:
-    """Per-column lengthscales of maximum GP evidence on a uniform sample of ``rows`` rows (one read of X).
+    kinds: tuple[str, ...],
+) -> dict[str, ARDResult]:
+    """Lengthscales of maximum GP evidence of each of ``kinds`` from one sample of ``rows`` rows (one read of X).
 
-    With ``isotropic``, one lengthscale in the columns' own units or in units of
-    their spread, whichever has more evidence (:func:`~dxrf.kernels.gp_isotropic.fit_isotropic`;
-    ``restarts`` is then unused).
+    ``"ard"``: one per column (:func:`~dxrf.kernels.gp.fit_ard`); ``"evidence"``:
+    one for all columns (:func:`~dxrf.kernels.gp_isotropic.fit_isotropic`). Both
+    fit the same rows with the same seed, so each equals its fit alone.
 
     ``y`` is required (``owner`` names the map in the error); its sampled
     rows go through :func:`ard_targets`. Rows of weight 0 are dropped by
-    :func:`~dxrf.kernels.gp.fit_ard`, so they may carry a validation split.
+    the fits, so they may carry a validation split.
     """
     if y is None:
         raise ValueError(f"{owner}(bandwidth='ard') learns lengthscales from the targets: fit(X, y) needs y")
@@ -100,6 +100,13 @@ def learn_lengthscales(
         raise ValueError(f"y has {y.shape[0]} rows but X has {X.shape[0]}")
     sample, w, ys, _ = row_sample(X, rng, rows, sample_weight, y, what="bandwidth='ard'")
     seed = int(rng.integers(2**63))
-    if isotropic:
-        return fit_isotropic(sample, ard_targets(ys), w, random_state=seed)[0]
-    return fit_ard(sample, ard_targets(ys), w, restarts=restarts, random_state=seed)
+    targets = ard_targets(ys)
+    out = {}
+    for kind in kinds:
+        if kind == "evidence":
+            out[kind] = fit_isotropic(sample, targets, w, random_state=seed)[0]
+        elif kind == "ard":
+            out[kind] = fit_ard(sample, targets, w, restarts=restarts, random_state=seed)
+        else:
+            raise ValueError(f"unknown lengthscale kind {kind!r}; expected 'ard' or 'evidence'")
+    return out

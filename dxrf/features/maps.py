@@ -31,7 +31,7 @@ from dxrf.core.validation import (
 )
 from dxrf.engine import map_rows
 from dxrf.features import samplers
-from dxrf.features.ard import learn_lengthscales, row_sample
+from dxrf.features.ard import learn_lengthscale_kinds, row_sample
 from dxrf.kernels import exact
 from dxrf.kernels.kernel import FeatureKernel
 
@@ -192,7 +192,8 @@ def ard_bandwidth(
         est.__dict__.pop(name, None)
     if not (isinstance(est.bandwidth, str) and est.bandwidth == "ard"):
         return est.bandwidth
-    fit = learn_lengthscales(X, y, sample_weight, rng, int(est.ard_rows), int(est.ard_restarts), type(est).__name__)
+    fit = learn_lengthscale_kinds(X, y, sample_weight, rng, int(est.ard_rows), int(est.ard_restarts),
+                                  type(est).__name__, ("ard",))["ard"]
     est.ard_signal_, est.ard_noise_, est.ard_log_likelihood_ = fit.signal, fit.noise, fit.log_likelihood
     return fit.lengthscales
 

@@ -20,7 +20,7 @@ import numpy as np
 from dxrf.core.memory import check_statistics, checked_pass
 from dxrf.core.options import resolve_options
 from dxrf.core.validation import is_dask, is_integer
-from dxrf.features.ard import learn_lengthscales
+from dxrf.features.ard import learn_lengthscale_kinds
 from dxrf.features.maps import check_lengthscales, fit_map
 from dxrf.features.nystroem import landmark_kernel, uniform_landmarks
 from dxrf.search.cv_splits import check_cv
@@ -208,17 +208,15 @@ def _draw(s: SearchSettings, X: object, T: object, sample_weight: object, seed: 
         # the median heuristic from a row sample: a read of X (random rows touch most chunks)
         median = float(fit_map(candidate_map(s, 1, "median", seed), X, sample_weight).bandwidth_)
         passes += 1
-    if s.grid.needs_ard:
-        # lengthscales of maximum GP evidence on a row sample with its targets: a read of X
+    kinds = tuple(k for k, need in (("ard", s.grid.needs_ard), ("evidence", s.grid.needs_evidence)) if need)
+    fitted: dict = {}
+    if kinds:
+        # lengthscales of maximum GP evidence, per column ("ard") and one for all ("evidence"),
+        # on one row sample with its targets: a read of X
         rng = np.random.default_rng([seed, 0xA4D])
-        learned = learn_lengthscales(X, T, sample_weight, rng, ARD_ROWS, 1, "the search").lengthscales
+        fitted = learn_lengthscale_kinds(X, T, sample_weight, rng, ARD_ROWS, 1, "the search", kinds)
         passes += 1
-    isotropic = None
-    if s.grid.needs_evidence:
-        # one lengthscale of maximum GP evidence (own or spread units), on the same rows: a read of X
-        rng = np.random.default_rng([seed, 0xA4D])
-        isotropic = learn_lengthscales(X, T, sample_weight, rng, ARD_ROWS, 1, "the search", isotropic=True).lengthscales
-        passes += 1
+    learned, isotropic = (fitted[k].lengthscales if k in fitted else None for k in ("ard", "evidence"))
     values = [b.resolve(median, learned, isotropic) for b in s.grid.bandwidths]
     learned = learned if learned is not None else isotropic
     for v in values:

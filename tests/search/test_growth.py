@@ -157,6 +157,18 @@ def test_wide_inputs_learn_one_lengthscale_in_the_units_of_more_evidence():
                                      random_state=0).fit(X, y)
     assert m.n_passes_ == base.n_passes_ + 1
     assert m.score(X, y) > 0.9
+    # "ard" and "evidence" in one grid: one sample read for both, each as learned alone
+    ard = dxrf.RandomFeatureRidgeCV(bandwidths=["ard"], n_components=[50, 100], features="nystroem", cv=0.2,
+                                    random_state=0).fit(X, y)
+    both = dxrf.RandomFeatureRidgeCV(bandwidths=["ard", "evidence"], n_components=[50, 100], features="nystroem",
+                                     cv=0.2, random_state=0).fit(X, y)
+    assert both.n_passes_ == base.n_passes_ + 1
+    np.testing.assert_array_equal(both.learned_lengthscales_, ard.learned_lengthscales_)
+    row = both.cv_results_["params"].index(
+        {**both.cv_results_["params"][0], "bandwidth": "evidence", "n_components": 100, "alpha": m.alpha_})
+    assert both.cv_results_["mean_test_score"][row] == m.cv_results_["mean_test_score"][
+        m.cv_results_["params"].index({**m.cv_results_["params"][0], "bandwidth": "evidence", "n_components": 100,
+                                       "alpha": m.alpha_})]
 
 
 def test_later_stages_validate_the_penalties_near_the_last_choice():
