@@ -333,8 +333,6 @@ def _predict_precheck(args: argparse.Namespace) -> None:
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
-    import dxrf
-    import dxrf.io
     from dxrf.search.settings import learns_lengthscales
 
     data = _fit_inputs(args)
@@ -342,10 +340,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
     metadata: dict = {"columns": list(data.columns), "classes": None if not classification else list(map(str, data.classes))}
     X = data.X
     model = build_model(args, classification)
-    standardize = args.standardize
-    if standardize is None:
-        # a search that learns lengthscales sets the columns' scales itself (and may keep their own units)
-        standardize = not (hasattr(model, "bandwidths") and learns_lengthscales(model.get_params(deep=False), *X.shape))
+    standardize = args.standardize if args.standardize is not None else not (  # a search learning lengthscales
+        hasattr(model, "bandwidths") and learns_lengthscales(model.get_params(deep=False), *X.shape))  # scales itself
     if standardize:
         X = data.standardize(X)
         metadata.update(x_mean=np.asarray(data.x_mean, dtype=np.float64), x_std=np.asarray(data.x_std, dtype=np.float64))
@@ -571,8 +567,8 @@ def add_model_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     p.add_argument("--validation", type=float, default=None,
                    help="validation fraction (default: none for a plain fit, 0.2 with --alphas or sgd)")
     p.add_argument("--standardize", action=argparse.BooleanOptionalAction, default=None,
-                   help="standardise inputs with the stored column statistics (the model keeps them); default: "
-                        "yes, unless the search learns the lengthscales (it then sets the columns' scales itself)")
+                   help="standardise inputs with the stored column statistics (kept by the model); default: yes, "
+                        "unless the search learns the lengthscales")
     p.add_argument("--scale-y", action="store_true",
                    help="fit on a numeric y scaled into [-1, 1] (the model keeps the map: predictions are in y's units)")
     p.add_argument("--dtype", choices=["float32", "float64"], default=None,
