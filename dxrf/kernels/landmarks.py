@@ -142,16 +142,17 @@ def inverse_cholesky(K: np.ndarray) -> np.ndarray:
     flops). Nothing is thresholded: a ``K`` that is not numerically positive
     definite (duplicate or nearly duplicate landmarks) is refused.
     """
-    from scipy.linalg import LinAlgError, cholesky
+    from numpy.linalg import LinAlgError
     from scipy.linalg.lapack import dtrtri
+
+    from dxrf.core.cholesky import cholesky
 
     try:
         # K = C C^T with C lower (column-major), so R = C^T and T = C^{-T}: the transpose of
-        # a column-major array, hence row-major, the order of the features' products
-        # one BLAS thread: OpenBLAS's threaded potrf (through syrk) crashes at M >= ~16 000 on
-        # this machine (DESIGN.md, Nyström features), and one thread is reproducible to the bit
-        with blas_limit(1):
-            C = cholesky(np.array(K, dtype=np.float64, order="F"), lower=True, overwrite_a=True, check_finite=False)
+        # a column-major array, hence row-major, the order of the features' products.
+        # Blocked on gemm: OpenBLAS's threaded potrf (through syrk) crashes at M >= ~16 000 on
+        # this machine (DESIGN.md, Nyström features); the same bits on any number of threads
+        C = cholesky(np.array(K, dtype=np.float64, order="F"), lower=True, overwrite_a=True)
     except LinAlgError:
         raise ValueError(
             "the landmarks' kernel matrix is not positive definite (duplicate or nearly duplicate landmarks, or a "

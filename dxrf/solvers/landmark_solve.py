@@ -20,6 +20,7 @@ import numpy as np
 import scipy.linalg
 
 from dxrf.core.blas import blas_limit
+from dxrf.core.cholesky import cholesky_lower
 from dxrf.kernels.kernel import FeatureKernel
 from dxrf.features.nystroem import landmark_gram, landmark_kernel, landmark_kind
 from dxrf.stats.feature_stats import FeatureStats, is_upper_triangular
@@ -63,10 +64,12 @@ def solve_landmark_ridge(
         return C, c
 
     C, c = equations()
-    try:
-        with blas_limit(1):  # reproducible to the bit, whatever BLAS threads the caller has
-            beta = scipy.linalg.cho_solve(scipy.linalg.cho_factor(C.T, lower=True, overwrite_a=True, check_finite=False), c)
-    except np.linalg.LinAlgError:
+    # blocked on every BLAS thread allowed, the same bits on any number of them
+    factor, info = cholesky_lower(C.T if C.flags.c_contiguous else np.asfortranarray(C))
+    if info == 0:
+        with blas_limit(1):
+            beta, info = scipy.linalg.lapack.dpotrs(factor, c, lower=1)
+    if info != 0:
         # alpha = 0 with a singular covariance: the minimum-norm solution, as solve_ridge
         del C
         C, c = equations()

@@ -38,6 +38,7 @@ import scipy.linalg
 import scipy.linalg.lapack
 
 from dxrf.core.blas import blas_limit
+from dxrf.core.cholesky import cholesky
 from dxrf.core.options import Options, resolve_options
 from dxrf.core.validation import is_dask
 from dxrf.engine import Pass, check_block, run_pass, ship
@@ -71,10 +72,10 @@ def check_distinct_landmarks(kernel: FeatureKernel) -> None:
 
 
 def _cholesky_upper(A: np.ndarray, what: str) -> np.ndarray:
-    # one BLAS thread: OpenBLAS's threaded potrf (through syrk) crashes at M >= ~16 000 here (DESIGN.md)
+    # blocked on gemm, every BLAS thread: OpenBLAS's threaded potrf (through syrk) crashes at
+    # M >= ~16 000 here (DESIGN.md); the same bits on any number of threads
     try:
-        with blas_limit(1):
-            return scipy.linalg.cholesky(A, lower=False, overwrite_a=True, check_finite=False)
+        return cholesky(A, lower=False, overwrite_a=True)
     except np.linalg.LinAlgError:
         raise ValueError(f"{what} is not positive definite (nearly duplicate landmarks or a very large bandwidth)") from None
 

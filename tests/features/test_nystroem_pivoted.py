@@ -90,3 +90,39 @@ def test_the_search_whitens_many_landmarks_by_pivoting_and_refits_that_map(monke
     np.testing.assert_array_equal(same.kernel_.whitening, search.features_.kernel_.whitening)
     direct = dxrf.RandomFeatureRidge(same, alpha=search.alpha_).fit(X, y)
     np.testing.assert_allclose(search.predict(X), direct.predict(X), atol=1e-4)  # two solvers at a small alpha
+
+
+@pytest.mark.parametrize("duplicates", [0, 3])
+def test_pivoted_whitening_statistics_take_the_triangular_congruence(duplicates):
+    """A pivoted whitening's ``T^T G T`` is computed on its kept block and equals the dense products."""
+    from dxrf.stats.feature_stats import FeatureStats, permuted_triangular
+
+    rng = np.random.default_rng(4)
+    L = rng.standard_normal((60, 3))
+    L[60 - duplicates :] = L[:duplicates]  # duplicate landmarks: their rows of T are zero
+    K = exact.gaussian_kernel(L, L, 1.3)
+    T = inverse_pivoted(K, np.float64)
+    found = permuted_triangular(T)
+    assert found is not None
+    rows, U = found
+    assert rows.size <= 60 - duplicates and np.array_equal(T[rows, : rows.size], U)
+    Z = rng.standard_normal((200, 60))
+    y = rng.standard_normal((200, 2))
+    stats = FeatureStats(Z.T @ Z, Z.sum(0), 200, Z.T @ y, y.sum(0), y.T @ y)
+    out = stats.transformed(T)
+    ref = T.T @ (Z.T @ Z) @ T
+    np.testing.assert_allclose(out.gram, ref, rtol=0, atol=1e-12 * np.abs(ref).max())
+    assert np.array_equal(out.gram, out.gram.T)
+    np.testing.assert_allclose(out.cross, T.T @ Z.T @ y, rtol=1e-12, atol=1e-12)
+
+
+def test_other_matrices_are_not_taken_for_pivoted_whitenings():
+    from dxrf.stats.feature_stats import permuted_triangular
+
+    rng = np.random.default_rng(5)
+    assert permuted_triangular(rng.standard_normal((5, 5))) is None  # dense
+    U = np.triu(rng.standard_normal((5, 5)) + 3)
+    U[1, 3] = 0.0  # an exact zero inside the triangle: the order is ambiguous, so dense
+    assert permuted_triangular(U[[2, 0, 4, 1, 3]]) is None
+    assert permuted_triangular(np.zeros((4, 4))) is None
+    assert permuted_triangular(rng.standard_normal((5, 3))) is None  # not square

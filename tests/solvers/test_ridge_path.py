@@ -91,3 +91,18 @@ def test_a_failed_factorisation_hands_the_path_to_the_eigendecomposition():
     assert rp._factored_path(C, c, np.array([1.0, 1e-300])) is None
     solved = rp._factored_path(C, c, np.array([1.0]))
     np.testing.assert_allclose(solved[0], np.linalg.solve(C + np.eye(3), c), rtol=1e-12)
+
+
+def test_mse_from_stats_quadratic_forms_equal_the_dense_sums():
+    """The validation error's ``c^T G c`` and its rounding bound, by one product, equal the plain sums."""
+    from dxrf.solvers.ridge_path import _quadratic_forms
+
+    rng = np.random.default_rng(8)
+    G = rng.standard_normal((2100, 2100))  # more rows than one band of the absolute form
+    G = G + G.T
+    coef = rng.standard_normal((3, 2100, 4))
+    np.testing.assert_allclose(_quadratic_forms(G, coef), np.einsum("pmk,mj,pjk->pk", coef, G, coef), rtol=1e-10)
+    a = np.abs(coef)
+    np.testing.assert_allclose(_quadratic_forms(G, a, absolute=True), np.einsum("pmk,mj,pjk->pk", a, np.abs(G), a),
+                               rtol=1e-12)
+    assert _quadratic_forms(G, coef[0]).shape == (4,)

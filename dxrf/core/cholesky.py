@@ -1,0 +1,98 @@
+"""A blocked Cholesky factorisation whose arithmetic is matrix products on every core.
+
+OpenBLAS's multi-threaded ``potrf`` calls ``syrk``, which crashes on this
+project's machines for outputs of about ``16 000^2`` and more (DESIGN.md), so
+every large factorisation used to run on one BLAS thread (65 s at M = 20 000).
+Here the left-looking blocked algorithm does the ``M^3 / 3`` multiply-adds as
+``gemm`` calls, which are safe threaded; only the small diagonal blocks
+(``potrf``) and the panels' triangular solves (``trsm``, ``M^2 b / 2`` in
+all) run on one thread. Each entry of a ``gemm`` product is one thread's dot
+product in a fixed order, so the factor is the same to the bit on any number
+of BLAS threads (tested).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.linalg.blas import dtrsm
+from scipy.linalg.lapack import dpotrf
+
+from dxrf.core.blas import blas_limit
+
+__all__ = ["BLOCK", "cholesky_lower", "cholesky"]
+
+#: columns per block: the products' inner size. At M = 8000 on two cores 256 and 512 measured
+#: alike; below a few blocks LAPACK's own one-thread ``potrf`` is as fast
+BLOCK = 512
+
+
+def cholesky_lower(A: np.ndarray, *, block: int = BLOCK) -> tuple[np.ndarray, int]:
+    """Factor a symmetric positive definite ``A = L L^T`` in place; ``(A, info)`` as LAPACK's ``dpotrf(lower=1)``.
+
+    Parameters
+    ----------
+    A : ndarray of shape (M, M), float64, column-major (Fortran order)
+        Its lower triangle is read and overwritten by ``L``; its strict upper
+        triangle is work space (LAPACK's ``clean=0``: use the lower triangle only).
+    block : int
+        Columns per block.
+
+    Returns
+    -------
+    L : ndarray
+        ``A`` itself.
+    info : int
+        0 on success; ``k > 0`` when the leading minor of order ``k`` is not
+        positive definite (the factorisation stopped there).
+    """
+    if A.ndim != 2 or A.shape[0] != A.shape[1] or A.dtype != np.float64 or not A.flags.f_contiguous:
+        raise ValueError(f"A must be a square float64 column-major array, got shape {A.shape}, dtype {A.dtype}")
+    m = A.shape[0]
+    if block < 1:
+        raise ValueError(f"block must be a positive number of columns, got {block}")
+    if m <= 2 * block:
+        with blas_limit(1):
+            _, info = dpotrf(A, lower=1, clean=0, overwrite_a=1)
+        return A, int(info)
+    for j0 in range(0, m, block):
+        j1 = min(j0 + block, m)
+        if j0:
+            # the block column less the products of the rows' finished factor columns (one gemm)
+            A[j0:, j0:j1] -= A[j0:, :j0] @ A[j0:j1, :j0].T
+        with blas_limit(1):
+            diag, info = dpotrf(A[j0:j1, j0:j1], lower=1, clean=0)
+        if info:
+            return A, j0 + int(info)
+        A[j0:j1, j0:j1] = diag
+        if j1 < m:
+            with blas_limit(1):  # the panel below: X L_jj^T = B
+                A[j1:, j0:j1] = dtrsm(1.0, diag, A[j1:, j0:j1], side=1, lower=1, trans_a=1)
+    return A, 0
+
+
+def cholesky(A: np.ndarray, *, lower: bool = True, overwrite_a: bool = False) -> np.ndarray:
+    """The Cholesky factor of a symmetric positive definite ``A``, as ``scipy.linalg.cholesky`` returns it.
+
+    By :func:`cholesky_lower`; the other triangle is zero. ``lower=False``
+    gives the upper ``R = L^T`` (``A = R^T R``). ``overwrite_a`` lets a
+    column-major float64 ``A`` hold the result.
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        ``A`` is not positive definite.
+    """
+    A = np.asarray(A)
+    if A.ndim != 2 or A.shape[0] != A.shape[1]:
+        raise ValueError(f"A must be a square matrix, got shape {A.shape}")
+    work = A if overwrite_a and A.dtype == np.float64 and A.flags.f_contiguous else np.array(A, dtype=np.float64, order="F")
+    L, info = cholesky_lower(work)
+    if info:
+        raise np.linalg.LinAlgError(f"the leading minor of order {info} is not positive definite")
+    m = L.shape[0]
+    for c0 in range(0, m, BLOCK):  # zero the strict upper triangle a block of columns at a time
+        c1 = min(m, c0 + BLOCK)
+        L[:c0, c0:c1] = 0.0
+        block = L[c0:c1, c0:c1]
+        block[np.triu_indices(c1 - c0, 1)] = 0.0
+    return L if lower else L.T
