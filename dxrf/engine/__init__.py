@@ -4,7 +4,7 @@
 - :mod:`~dxrf.engine.checks`: checks every block of a pass gets;
 - :mod:`~dxrf.engine.split`: row groups: validation rows and folds by a hash of the global row index, or given per row;
 - :mod:`~dxrf.engine.ship`: read-only arguments shipped once (scattered above a size);
-- :mod:`~dxrf.engine.lanes`: chains of chunks on the worker holding them;
+- :mod:`~dxrf.engine.lanes`: chains of chunks on the worker holding them, and uneven chunks re-cut evenly;
 - :mod:`~dxrf.engine.reduce`: the memory-capped tree reduction;
 - :mod:`~dxrf.engine.run`: :class:`Pass` and :func:`run_pass`, in process or on Dask;
 - :mod:`~dxrf.engine.maps`: :func:`map_rows`, row-wise results (features, predictions);

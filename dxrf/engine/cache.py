@@ -47,6 +47,7 @@ from dxrf.core.memory import format_bytes, memory_limit
 from dxrf.core.options import Options
 from dxrf.core.progress import active_client
 from dxrf.engine.blocks import in_process_starts, row_starts
+from dxrf.engine.lanes import balanced
 from dxrf.engine.run import LocalPool
 from dxrf.engine.ship import ship
 
@@ -221,6 +222,7 @@ def feature_cache(
             if own:
                 pool.close()
         return FeatureCache(plan, out)
+    X = balanced(X)  # the chunks the uncached passes take: each block's features the same rows' company
     handle = tuple(ship(s) for s in shared)
     name = f"dxrf-features-{uuid.uuid4().hex}"
     task = dask.delayed(_fill_block, pure=False)

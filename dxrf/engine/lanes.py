@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import heapq
+
 import dask
 import dask.array as da
 
 from dxrf.core.progress import active_client
 
-__all__ = ["lanes"]
+__all__ = ["lanes", "balanced", "IMBALANCE"]
+
+#: a pass re-cuts X's row chunks evenly when, shared out greedily over the cluster's threads,
+#: they would keep the busiest thread this much longer than an even share. A zarr group of
+#: 60 000 rows in 50 000-row chunks ran its passes as 5:1 on two workers (MNIST: the M = 4000
+#: statistics in 38 s); one chunk of 36 000 rows (kin40k) kept one of two workers idle.
+IMBALANCE = 1.1
 
 
 def lanes(X: da.Array, count: int | None = None) -> list[int]:
@@ -49,3 +57,51 @@ def lanes(X: da.Array, count: int | None = None) -> list[int]:
     # their lane (dask releases reads in its own priority order): 1.3 GiB per
     # worker at 10^7 rows against 0.5 GiB at 10^6.
     return list(range(n))
+
+
+def _makespan(chunks: tuple[int, ...], threads: int) -> int:
+    """The busiest thread's rows when the chunks go, largest first, to the least loaded of ``threads``."""
+    loads = [0] * threads
+    for c in sorted(chunks, reverse=True):
+        heapq.heapreplace(loads, loads[0] + int(c))
+    return max(loads)
+
+
+def _held(X: da.Array, client: object) -> bool:
+    """Whether every chunk of ``X`` is already in the cluster's memory (a persisted array)."""
+    try:
+        who = client.who_has(X)
+    except Exception:  # noqa: BLE001 - placement is only a hint
+        return False
+    keys = list(dask.core.flatten(X.__dask_keys__()))
+    return bool(keys) and all(who.get(k) for k in keys)
+
+
+def balanced(X: da.Array) -> da.Array:
+    """``X`` with its rows re-cut into equal chunks when its own would leave the cluster's threads unevenly loaded.
+
+    Each block's work is about proportional to its rows, and a pass runs one
+    task per chunk: with fewer or unequal chunks than threads, some threads
+    wait (see :data:`IMBALANCE`). The new chunks number a multiple of the
+    threads, no fewer than before (so none is larger than the largest now),
+    and split or join the old ones where needed (dask moves those rows once).
+    The statistics do not change: every pass sums over tiles of a global row
+    grid, whatever the chunks. A persisted ``X``, and dask's own schedulers
+    (no cluster), are left as they are.
+    """
+    client = active_client()
+    chunks = tuple(int(c) for c in X.chunks[0])
+    if client is None or not chunks:
+        return X
+    try:
+        threads = sum(client.nthreads().values())
+    except Exception:  # noqa: BLE001 - no workers known: nothing to balance over
+        return X
+    n = sum(chunks)
+    if threads < 2 or n < 2 * threads or _makespan(chunks, threads) <= IMBALANCE * n / threads:
+        return X
+    if _held(X, client):
+        return X
+    count = threads * -(-len(chunks) // threads)
+    edges = [round(i * n / count) for i in range(count + 1)]
+    return X.rechunk({0: tuple(b - a for a, b in zip(edges, edges[1:]))})

@@ -25,6 +25,7 @@ from dxrf.core.validation import check_pass_options
 from dxrf.core.options import Options
 from dxrf.core.progress import compute
 from dxrf.engine.blocks import Rows, aligned_blocks, cut_tiles, in_process_starts, lcm_rows, row_starts
+from dxrf.engine.lanes import balanced
 from dxrf.engine.lanes import lanes as chunk_lanes
 from dxrf.engine.reduce import fan_in as capped_fan_in
 from dxrf.engine.reduce import tree_reduce
@@ -232,6 +233,8 @@ def run_pass(
         check_partial_memory(spec.partial_bytes, min(threads, max(1, int(np.shape(X)[0]))))
         return _run_in_process(spec, X, [None if c is None else np.asarray(c) for c in columns], shared, pool)
 
+    if lanes is None:  # even work per thread (a persisted X stays where its chunks are held)
+        X = balanced(X)
     chunks = X.chunks[0]
     check_partial_memory(spec.partial_bytes, min(os.cpu_count() or 1, len(chunks)))
     n = int(X.shape[0])

@@ -176,9 +176,17 @@ class FeatureKernel:
             return self.W
         return self._landmarks64.astype(self.dtype)
 
+    @functools.cached_property
+    def _landmark_squares(self) -> np.ndarray | None:
+        """The squared norms of :attr:`_landmarks` (Gaussian Nyström maps; None for the others), once per map."""
+        if self.activation != "nystroem-gaussian" or np.ndim(self.bandwidth) != 0:
+            return None
+        L = self._landmarks
+        return (L * L).sum(axis=0)
+
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
-        for derived in ("_w_with_offset", "_w64", "_whitening_dtype", "_landmarks64", "_landmarks"):
+        for derived in ("_w_with_offset", "_w64", "_whitening_dtype", "_landmarks64", "_landmarks", "_landmark_squares"):
             state.pop(derived, None)  # not worth shipping
         return state
 
@@ -216,7 +224,8 @@ class FeatureKernel:
 
     def _base(self, X: np.ndarray, out: np.ndarray | None) -> np.ndarray:
         if self.activation in NYSTROEM:
-            return landmark_block(X, self._landmarks, self.activation[len("nystroem-"):], self.bandwidth, out)
+            return landmark_block(X, self._landmarks, self.activation[len("nystroem-"):], self.bandwidth, out,
+                                  self._landmark_squares)
         return self._raw(X, out)
 
     def raw(self, X: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:

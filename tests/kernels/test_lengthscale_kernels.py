@@ -148,3 +148,17 @@ def test_device_branch_scales_rows_and_landmarks(monkeypatch, make):
         got = dxrf.accumulate(da.from_array(Xr, chunks=(400, 3)), features=vec)
     for field in ("gram", "sum"):
         np.testing.assert_allclose(getattr(got, field), getattr(want, field), rtol=1e-11, atol=1e-12)
+
+
+def test_landmark_squares_given_once_give_the_same_bits():
+    """The map's cached squared norms of its landmarks equal the ones each block would compute."""
+    from dxrf.kernels.landmarks import landmark_block
+
+    rng = np.random.default_rng(3)
+    X, W = rng.standard_normal((50, 6)), rng.standard_normal((6, 30))
+    ref = landmark_block(X, W, "gaussian", 1.7)
+    got = landmark_block(X, W, "gaussian", 1.7, None, (W * W).sum(axis=0))
+    assert np.array_equal(got, ref)
+    fitted = dxrf.NystroemFeatures(n_components=30, bandwidth=1.7, random_state=0).fit(X)
+    assert fitted.kernel_._landmark_squares is not None
+    assert np.array_equal(fitted.kernel_.base(X), landmark_block(X, fitted.kernel_.W, "gaussian", 1.7))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from dxrf.search.growth import GrowthBudget, Stage, first_stage_components, grow, stage_losses
@@ -181,3 +182,16 @@ def test_later_stages_validate_the_penalties_near_the_last_choice():
     np.testing.assert_allclose(alpha_window(alphas, 1e-10), np.logspace(-10, -8, 3))  # at an edge: three
     np.testing.assert_allclose(alpha_window(np.array([1e-3, 1.0]), 1.0), [1e-3, 1.0])  # fewer than three: all
     np.testing.assert_allclose(alpha_window(np.array([0.0, 1.0, 2.0]), 1.0), [0.0, 1.0, 2.0])  # zero: untouched
+
+
+def test_equal_validation_scores_are_told_apart_by_the_validation_mse():
+    from dxrf.search.results import best_index
+
+    results = {"mean_test_score": np.array([0.97, 0.98, 0.98, 0.98 + 1e-14, np.nan]),
+               "mean_validation_mse": np.array([0.01, 0.0415, 0.0414, 0.0416, 0.0])}
+    assert best_index(results) == 2  # the three tie (to 12 decimals); index 2 fits best
+    results["mean_validation_mse"] = np.array([0.01, np.nan, np.nan, np.nan, 0.0])
+    assert best_index(results) == 1  # unknown MSEs: the first of the ties
+    assert best_index({"mean_test_score": np.array([0.5, 0.7, 0.7])}) == 1
+    with pytest.raises(ValueError, match="lost to rounding"):
+        best_index({"mean_test_score": np.array([np.nan])})

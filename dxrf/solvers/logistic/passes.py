@@ -16,6 +16,7 @@ import numpy as np
 from dxrf.core.validation import is_dask
 from dxrf.engine import LocalPool, Pass, Rows, check_block, run_pass, ship
 from dxrf.engine.cache import FeatureCache, feature_cache, plan_cache
+from dxrf.engine.lanes import balanced
 from dxrf.kernels.kernel import FeatureKernel
 from dxrf.core.options import Options
 from dxrf.core.progress import active_client
@@ -97,6 +98,7 @@ class _PassRunner:
             self._pool = LocalPool()
             return
         k = T.shape[1]
+        self.X = X = balanced(X)  # as every pass would cut it: labels and weights are aligned once
         chunks = X.chunks[0]
         T = T.rechunk((chunks, (k,))) if is_dask(T) else da.from_array(T, chunks=(chunks, (k,)), name=False)
         client = active_client()
