@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.linalg.blas import dtrsm
-from scipy.linalg.lapack import dpotrf
+from scipy.linalg.lapack import dpotrf, dpotrs
 
 from dxrf.core.blas import blas_limit
 
-__all__ = ["BLOCK", "cholesky_lower", "cholesky"]
+__all__ = ["BLOCK", "cholesky_lower", "cholesky", "cholesky_solve"]
 
 #: columns per block: the products' inner size. At M = 8000 on two cores 256 and 512 measured
 #: alike; below a few blocks LAPACK's own one-thread ``potrf`` is as fast
@@ -96,3 +96,18 @@ def cholesky(A: np.ndarray, *, lower: bool = True, overwrite_a: bool = False) ->
         block = L[c0:c1, c0:c1]
         block[np.triu_indices(c1 - c0, 1)] = 0.0
     return L if lower else L.T
+
+
+def cholesky_solve(A: np.ndarray, B: np.ndarray) -> np.ndarray | None:
+    """``A^{-1} B`` for a symmetric positive definite ``A`` (column-major float64, overwritten by its factor).
+
+    The factorisation is :func:`cholesky_lower`'s; the two triangular solves
+    run on one BLAS thread. None when ``A`` is not positive definite, for the
+    caller's fallback (a minimum-norm solve, an eigendecomposition).
+    """
+    factor, info = cholesky_lower(A)
+    if info:
+        return None
+    with blas_limit(1):
+        X, info = dpotrs(factor, B, lower=1)
+    return X if info == 0 else None

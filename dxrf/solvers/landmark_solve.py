@@ -20,7 +20,7 @@ import numpy as np
 import scipy.linalg
 
 from dxrf.core.blas import blas_limit
-from dxrf.core.cholesky import cholesky_lower
+from dxrf.core.cholesky import cholesky_solve
 from dxrf.kernels.kernel import FeatureKernel
 from dxrf.features.nystroem import landmark_gram, landmark_kernel, landmark_kind
 from dxrf.stats.feature_stats import FeatureStats, is_upper_triangular
@@ -65,11 +65,8 @@ def solve_landmark_ridge(
 
     C, c = equations()
     # blocked on every BLAS thread allowed, the same bits on any number of them
-    factor, info = cholesky_lower(C.T if C.flags.c_contiguous else np.asfortranarray(C))
-    if info == 0:
-        with blas_limit(1):
-            beta, info = scipy.linalg.lapack.dpotrs(factor, c, lower=1)
-    if info != 0:
+    beta = cholesky_solve(C.T if C.flags.c_contiguous else np.asfortranarray(C), c)
+    if beta is None:
         # alpha = 0 with a singular covariance: the minimum-norm solution, as solve_ridge
         del C
         C, c = equations()

@@ -15,7 +15,7 @@ import numpy as np
 import scipy.linalg
 
 from dxrf.core.blas import blas_limit
-from dxrf.core.cholesky import cholesky_lower
+from dxrf.core.cholesky import cholesky_solve
 from dxrf.core.validation import check_nonnegative
 from dxrf.stats.feature_stats import FeatureStats
 
@@ -58,11 +58,8 @@ def solve_ridge(stats: FeatureStats, alpha: float, fit_intercept: bool = True) -
     C.flat[:: C.shape[0] + 1] += alpha
     A = C.T if C.flags.c_contiguous else np.asfortranarray(C)
     # the blocked factorisation is the same to the bit on any number of BLAS threads
-    factor, info = cholesky_lower(A)
-    if info == 0:
-        with blas_limit(1):
-            coef, info = scipy.linalg.lapack.dpotrs(factor, c, lower=1)
-    if info != 0:
+    coef = cholesky_solve(A, c)
+    if coef is None:
         # alpha = 0 with a singular covariance: fall back to the minimum-norm solution
         # (of the equations afresh: the failed factorisation overwrote A)
         C, c = _normal_equations(stats, fit_intercept)
@@ -203,13 +200,10 @@ def _factored_path(C: np.ndarray, c: np.ndarray, alphas: np.ndarray) -> np.ndarr
         work[...] = C
         work.flat[:: m + 1] += alpha
         # blocked, on every BLAS thread the caller allows: the same bits on any number of them
-        factor, info = cholesky_lower(work)
-        if info != 0:
+        solved = cholesky_solve(work, c)
+        if solved is None:
             return None
-        with blas_limit(1):
-            out[p], info = scipy.linalg.lapack.dpotrs(factor, c, lower=1)
-        if info != 0:  # pragma: no cover - the factorisation succeeded
-            return None
+        out[p] = solved
     return out
 
 

@@ -66,3 +66,14 @@ def test_bad_input_is_refused():
         cholesky(np.ones((3, 2)))
     with pytest.raises(ValueError, match="block"):
         cholesky_lower(np.asfortranarray(np.eye(3)), block=0)
+
+
+def test_cholesky_solve_equals_a_dense_solve_and_declines_indefinite_matrices():
+    from dxrf.core.cholesky import cholesky_solve
+
+    K = _spd(1200, 4)
+    B = np.random.default_rng(5).standard_normal((1200, 3))
+    X = cholesky_solve(np.array(K, order="F"), B)
+    np.testing.assert_allclose(X, np.linalg.solve(K, B), rtol=1e-9, atol=1e-12)
+    K[10, 10] = -1.0
+    assert cholesky_solve(np.array(K, order="F"), B) is None
