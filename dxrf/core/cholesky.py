@@ -73,9 +73,11 @@ def cholesky_lower(A: np.ndarray, *, block: int = BLOCK) -> tuple[np.ndarray, in
 def cholesky(A: np.ndarray, *, lower: bool = True, overwrite_a: bool = False) -> np.ndarray:
     """The Cholesky factor of a symmetric positive definite ``A``, as ``scipy.linalg.cholesky`` returns it.
 
-    By :func:`cholesky_lower`; the other triangle is zero. ``lower=False``
-    gives the upper ``R = L^T`` (``A = R^T R``). ``overwrite_a`` lets a
-    column-major float64 ``A`` hold the result.
+    By :func:`cholesky_lower`; the other triangle is zero. As in scipy, only
+    the triangle named by ``lower`` is read: ``lower=False`` reads the upper
+    triangle and gives the upper ``R = L^T`` (``A = R^T R``). ``overwrite_a``
+    lets a float64 ``A`` hold the result (column-major for ``lower=True``,
+    row-major for ``lower=False``, so the factored triangle is contiguous).
 
     Raises
     ------
@@ -85,7 +87,9 @@ def cholesky(A: np.ndarray, *, lower: bool = True, overwrite_a: bool = False) ->
     A = np.asarray(A)
     if A.ndim != 2 or A.shape[0] != A.shape[1]:
         raise ValueError(f"A must be a square matrix, got shape {A.shape}")
-    work = A if overwrite_a and A.dtype == np.float64 and A.flags.f_contiguous else np.array(A, dtype=np.float64, order="F")
+    # A's upper triangle is the lower triangle of A^T: factor that, and transpose back
+    src = A if lower else A.T
+    work = src if overwrite_a and src.dtype == np.float64 and src.flags.f_contiguous else np.array(src, dtype=np.float64, order="F")
     L, info = cholesky_lower(work)
     if info:
         raise np.linalg.LinAlgError(f"the leading minor of order {info} is not positive definite")

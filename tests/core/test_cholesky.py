@@ -59,6 +59,20 @@ def test_clean_lower_and_upper_factors_like_scipy(monkeypatch):
     assert np.array_equal(kept, K)
 
 
+def test_only_the_named_triangle_is_read_as_in_scipy(monkeypatch):
+    # LAPACK's lauum leaves T T^T in the upper triangle only (the PCG preconditioner)
+    import dxrf.core.cholesky as module
+
+    monkeypatch.setattr(module, "BLOCK", 64)
+    K = _spd(300, 6)
+    for lower, half in ((True, np.tril(K)), (False, np.triu(K))):
+        ref = scipy.linalg.cholesky(K, lower=lower)
+        np.testing.assert_allclose(cholesky(half, lower=lower), ref, rtol=0, atol=1e-12 * np.abs(ref).max())
+    upper_only = np.ascontiguousarray(np.triu(K))  # row-major: factored in place with overwrite_a
+    got = cholesky(upper_only, lower=False, overwrite_a=True)
+    np.testing.assert_allclose(got, scipy.linalg.cholesky(K), rtol=0, atol=1e-12 * np.abs(K).max())
+
+
 def test_bad_input_is_refused():
     with pytest.raises(ValueError, match="column-major"):
         cholesky_lower(np.ones((3, 3)))  # row-major

@@ -83,6 +83,20 @@ def test_preconditioner_cuts_iterations_threefold(problem):
     assert not plain.converged, (pre.n_iter, plain.history[-1])
 
 
+def test_preconditioner_whitens_its_model_of_the_system(problem):
+    # B = T^-1 A^-1 with B^T P B = I for P = (K + dI)^2 / M + alpha (K + dI): a wrong factor still
+    # converges, only slower (the second factor once read lauum's empty lower triangle), so check it
+    _, _, _, _, kernel = problem
+    K = landmark_gram(kernel.W, "gaussian", SIGMA)
+    m = K.shape[0]
+    T, A, delta = pcg_module.falkon_preconditioner(K, ALPHA)
+    Kd = K + delta * np.eye(m)
+    np.testing.assert_allclose(T.T @ T, Kd, rtol=0, atol=1e-12)
+    B = np.linalg.solve(T, np.linalg.solve(A, np.eye(m)))
+    P = Kd @ Kd / m + ALPHA * Kd
+    np.testing.assert_allclose(B.T @ P @ B, np.eye(m), rtol=0, atol=1e-8)
+
+
 @pytest.mark.slow
 def test_dask_from_zarr_on_a_cluster_is_chunking_invariant(problem, tmp_path, cluster2):
     X, Y, w, _, kernel = problem
