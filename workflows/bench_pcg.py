@@ -14,6 +14,13 @@ difference of ``solver="pcg"`` fits with ``max_iter`` 1 and 1 + 5, over 5; again
 in-memory bound for the same product: a blocked float32 loop over 2048-row blocks with
 reused buffers (one ``gemm`` for ``x.l``, the norms subtracted and ``exp`` in place,
 then ``K v`` and ``K^T (K v)``). Median of ``--repeats``.
+
+(p3) A grid of penalties (``--alphas``) chosen on a 20 % hashed hold-out of the training
+rows, at each ``--m``: the Gram plan (one pass of statistics, the path from them); the
+conjugate gradient with every penalty, its hold-out scores and the refit on all rows in
+the same passes (``RandomFeatureRidge(..., alphas=..., solver="pcg")``); and the
+conjugate gradient one penalty at a time (one fit per penalty, each scored on the same
+hold-out). Fit seconds, passes, the chosen penalty and the test MSE, in fresh processes.
 """
 
 from __future__ import annotations
@@ -40,18 +47,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-iter", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=3, help="repeats of the pass timing (p2)")
     parser.add_argument("--n-rows", type=int, default=None, help="only the first rows of kin40k (quick runs)")
+    parser.add_argument("--alphas", type=float, nargs="*", default=[1e-3, 1e-4, 1e-5, 1e-6],
+                        help="the penalty grid of (p3); none skips it (default: 1e-3 1e-4 1e-5 1e-6)")
     parser.add_argument("--out", default="results")
 
 
-_FIT = """
+#: kin40k split 0 with the training rows' standardisation: the start of each fit's subprocess
+_DATA = """
 import json, time, numpy as np
 import dxrf, dxrf.datasets
-from dxrf.workflows._common import peak_rss as peak
 ds = dxrf.datasets.load("kin40k", split=0, **{load_kw})
 mu, sd = ds.X_train.mean(0), ds.X_train.std(0)
 Xtr, Xte = (ds.X_train - mu) / sd, (ds.X_test - mu) / sd
 ym, ys = ds.y_train.mean(), ds.y_train.std()
 ytr, yte = (ds.y_train - ym) / ys, (ds.y_test - ym) / ys
+"""
+
+_FIT = _DATA + """
+from dxrf.workflows._common import peak_rss as peak
 base = peak()
 t0 = time.perf_counter()
 features = dxrf.NystroemFeatures({m}, bandwidth={sigma}, whitening="cholesky", random_state=0)
@@ -61,6 +74,28 @@ pred = model.predict(Xte)
 print(json.dumps({{"fit_s": fit_s, "test_mse": float(np.mean((pred - yte) ** 2)), "peak": peak(), "base": base,
                   "n_iter": getattr(model, "n_iter_", None), "passes": model.n_passes_,
                   "estimate": getattr(model, "plan_estimate_", None), "n": int(Xtr.shape[0]), "d": int(Xtr.shape[1])}}))
+"""
+
+
+_GRID = _DATA + """
+features = dxrf.NystroemFeatures({m}, bandwidth={sigma}, whitening="cholesky", random_state=0)
+out = {{}}
+def fit(**kw):
+    t0 = time.perf_counter()
+    model = dxrf.RandomFeatureRidge(features, validation=0.2, tol={tol}, max_iter={max_iter}, **kw).fit(Xtr, ytr)
+    return model, time.perf_counter() - t0
+for plan in ("gram", "pcg"):
+    model, spent = fit(alphas={alphas}, solver=plan)
+    out[plan] = {{"fit_s": spent, "passes": model.n_passes_, "alpha": model.alpha_, "n_iter": model.n_iter_,
+                 "validation": [float(v) for v in model.validation_errors_],
+                 "test_mse": float(np.mean((model.predict(Xte) - yte) ** 2))}}
+each = [fit(alpha=a, solver="pcg") for a in {alphas}]
+best = int(np.argmin([m.validation_errors_[0] for m, _ in each]))
+out["pcg_each"] = {{"fit_s": sum(s for _, s in each), "passes": sum(m.n_passes_ for m, _ in each),
+                   "alpha": each[best][0].alpha_, "n_iter": [m.n_iter_ for m, _ in each],
+                   "validation": [float(m.validation_errors_[0]) for m, _ in each],
+                   "test_mse": float(np.mean((each[best][0].predict(Xte) - yte) ** 2))}}
+print(json.dumps(out))
 """
 
 
@@ -130,6 +165,30 @@ def _pass_timing(args: argparse.Namespace, m: int) -> dict:
     return {"n": int(X.shape[0]), "m": m, "d": int(X.shape[1]), "pass_s": e, "bound_s": b, "ratio_bound_over_pass": b / e}
 
 
+def _grid_section(args: argparse.Namespace, results: dict) -> str:
+    """(p3): the penalty grid by the Gram plan, by CG in shared passes, and by CG one penalty at a time."""
+    from ._common import table
+
+    rows = []
+    results["grid"] = {}
+    for m in args.m:
+        code = textwrap.dedent(_GRID).format(m=m, sigma=args.sigma, alphas=list(args.alphas), tol=args.tol,
+                                             max_iter=args.max_iter,
+                                             load_kw=repr({"n_rows": args.n_rows} if args.n_rows else {}))
+        out = results["grid"][str(m)] = _run(code)
+        for plan, label in (("gram", "Gram, path from the statistics"), ("pcg", "CG, every penalty in the same passes"),
+                            ("pcg_each", "CG, one penalty at a time")):
+            r = out[plan]
+            print(f"  (p3) M={m} {plan}: {r['fit_s']:.1f} s, {r['passes']} passes, alpha {r['alpha']:g}, "
+                  f"test MSE {r['test_mse']:.5f}", flush=True)
+            rows.append([m, label, f"{r['fit_s']:.1f}", r["passes"], f"{r['alpha']:g}",
+                         " / ".join(f"{v:.4f}" for v in r["validation"]), f"{r['test_mse']:.4f}"])
+    md = table(["M", "plan", "fit s", "passes", "chosen alpha", "hold-out MSE per alpha", "test MSE"], rows)
+    return (f"\n\nThe penalty grid {list(args.alphas)} on a 20 % hashed hold-out of the training rows, the chosen "
+            f"penalty refitted on all rows; each line one fresh process (the last: one fit per penalty, summed).\n\n"
+            + md + "\n")
+
+
 def run(args: argparse.Namespace) -> dict:
     from ._common import report, table
 
@@ -163,4 +222,6 @@ def run(args: argparse.Namespace) -> dict:
     md += table(["N", "M", "d", "CG pass s (engine)", "NumPy bound s", "bound / pass"], prows)
     md += ("\n\nOne CG iteration (an engine pass of K^T (K v) on NumPy input, the local thread pool, float32 kernel "
            "values, one output) against the NumPy blocked float32 loop; median of repeats.\n")
+    if args.alphas:
+        md += _grid_section(args, results)
     return report(args.out, "bench-pcg", results, md)

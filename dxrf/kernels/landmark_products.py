@@ -91,7 +91,8 @@ def landmark_products(
         Vd = V.astype(dtype)  # the product K V in the kernel's dtype, its columns summed in float64 below
         out.kkv = np.zeros((m, V.shape[1]))
     if Y is not None:
-        Y = np.asarray(Y, dtype=np.float64).reshape(n, -1)
+        Y = np.asarray(Y, dtype=np.float64)
+        Y = Y.reshape(n, 1) if Y.ndim == 1 else Y  # not reshape(n, -1): a block may have no rows
         out.ky = np.zeros((m, Y.shape[1]))
         out.ksum = np.zeros(m)
     for a in range(0, n, sub_rows):

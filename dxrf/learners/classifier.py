@@ -359,7 +359,7 @@ class RandomFeatureClassifier(PCGPlanMixin, PartialFitMixin, _RidgeClassifier):
         if self.loss == "squared":
             validation = self.validation if self.validation is not None else (0.2 if grid is not None else None)
             if self._choose_plan(X, int(T.shape[1]), grid, validation):
-                coef = self._fit_pcg(X, T, w)
+                coef = self._fit_pcg(X, T, w, grid, validation)
                 n_iter = self.n_iter_
                 self._set_class_coef(coef)
                 self.n_iter_ = n_iter  # the conjugate gradient's iterations, not the Gram's one solve

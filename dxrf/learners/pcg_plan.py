@@ -4,8 +4,9 @@
 ``solver="pcg"`` solves the same equations by Falkon's preconditioned
 conjugate gradient (:mod:`dxrf.solvers.pcg`, one pass per iteration, no M x M
 statistics); ``solver="auto"`` takes the cheaper by
-:func:`~dxrf.solvers.pcg.plan_estimate` (only for Nyström features, one
-penalty and no validation split: the Gram plan otherwise).
+:func:`~dxrf.solvers.pcg.plan_estimate` (only for Nyström features: the
+Gram plan otherwise). A grid of penalties and a validation split are solved
+and scored in the conjugate gradient's own passes.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import scipy.linalg
 
 from dxrf.core.options import resolve_options
 from dxrf.features.nystroem import NystroemFeatures
+from dxrf.learners._base import check_validation
 from dxrf.solvers.landmark_solve import landmark_values
 from dxrf.solvers.pcg import PLANS, pcg_ridge, plan_estimate
 from dxrf.stats.feature_stats import is_upper_triangular
@@ -52,28 +54,41 @@ class PCGPlanMixin:
                 )
             self.solver_ = "gram"
             return False
-        one_problem = grid is None and validation is None
-        if solver == "pcg" and not one_problem:
-            raise ValueError("solver='pcg' solves one penalty on all rows: give alpha, not alphas or validation")
         if solver == "pcg" and not (np.isfinite(self.tol) and self.tol > 0):
             raise ValueError(f"tol must be a positive number for solver='pcg', got {self.tol!r}")
-        self.plan_estimate_ = plan_estimate(int(X.shape[0]), m, int(X.shape[1]), k)
-        use = solver == "pcg" or (solver == "auto" and one_problem and self.plan_estimate_["plan"] == "pcg")
+        self.plan_estimate_ = plan_estimate(int(X.shape[0]), m, int(X.shape[1]), k, n_alphas=1 if grid is None else len(grid),
+                                            held_out=validation is not None)
+        use = solver == "pcg" or (solver == "auto" and self.plan_estimate_["plan"] == "pcg")
         self.solver_ = "pcg" if use else "gram"
         return use
 
     def _plan_solver(self) -> str:
         return self.solver
 
-    def _fit_pcg(self, X: object, Y: object, w: object) -> np.ndarray:
-        """Fit the map, solve by PCG; set the fit's attributes and return ``coef`` (M, k) on the features."""
+    def _fit_pcg(self, X: object, Y: object, w: object, grid: object = None, validation: object = None) -> np.ndarray:
+        """Fit the map, solve by PCG; set the fit's attributes and return ``coef`` (M, k) on the features.
+
+        With ``grid`` and/or ``validation`` (a fraction or a mask), every penalty
+        is fitted on the training rows and scored on the validation rows, and
+        refitted on all rows, in the same passes (:func:`~dxrf.solvers.pcg.pcg_ridge`);
+        ``alpha_`` is the one with the lowest mean validation MSE, as on the Gram plan.
+        """
         features = self._make_features()
         kernel = self._fit_map(features, X)
-        self.alpha_ = float(self.alpha)
         result = pcg_ridge(
-            X, Y, landmark_values(kernel), self.alpha_, sample_weight=w, fit_intercept=self.fit_intercept,
-            tol=float(self.tol), max_iter=int(self.max_iter), options=resolve_options(),
+            X, Y, landmark_values(kernel), float(self.alpha) if grid is None else np.asarray(grid, dtype=np.float64),
+            sample_weight=w, fit_intercept=self.fit_intercept, tol=float(self.tol), max_iter=int(self.max_iter),
+            options=resolve_options(), validation=check_validation(validation, int(X.shape[0])),
+            validation_seed=int(self.validation_seed),
         )
+        for name in ("alphas_", "validation_errors_"):  # nothing left from an earlier fit's grid
+            self.__dict__.pop(name, None)
+        self.alpha_ = result.alpha
+        if grid is not None:
+            self.alphas_ = np.asarray(grid, dtype=np.float64)
+        if result.validation_mse is not None:
+            self.validation_errors_ = result.validation_mse.mean(axis=1)
+        self.train_mse_ = float(result.train_mse[list(result.alphas).index(result.alpha)].mean())
         self.n_passes_ += result.n_passes
         self.n_iter_ = result.n_iter
         self.pcg_history_ = result.history

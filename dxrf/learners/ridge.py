@@ -287,8 +287,9 @@ class RandomFeatureRidge(PCGPlanMixin, PartialFitMixin, _RidgeRegressor):
         With :class:`NystroemFeatures`: ``"gram"`` accumulates the M x M
         statistics in one pass (``N M^2``); ``"pcg"`` solves the same
         equations by Falkon's preconditioned conjugate gradient, one pass per
-        iteration (``N M d`` each) and no M x M statistics (one ``alpha``, no
-        validation); ``"auto"`` takes the cheaper by
+        iteration (``N M d`` each) and no M x M statistics (every penalty of
+        ``alphas`` and the validation rows' errors in the same passes; no
+        ``"evidence"`` and no posterior); ``"auto"`` takes the cheaper by
         :func:`dxrf.solvers.pcg.plan_estimate` (DESIGN.md, "The PCG plan").
         Other features always take the Gram plan.
     tol : float, default=1e-8
@@ -416,7 +417,8 @@ class RandomFeatureRidge(PCGPlanMixin, PartialFitMixin, _RidgeRegressor):
                 self.__dict__.pop(name, None)
             self.solver_, self.n_iter_ = "gram", 1
         elif self._choose_plan(X, 1 if y.ndim == 1 else int(y.shape[1]), grid, validation):
-            self._set_regression_coef(self._fit_pcg(X, y if y.ndim == 2 else y.reshape(-1, 1), w), y.ndim == 1)
+            self._set_regression_coef(self._fit_pcg(X, y if y.ndim == 2 else y.reshape(-1, 1), w, grid, validation),
+                                      y.ndim == 1)
             return self
         # the landmark basis (one Cholesky-whitened Nystroem solve) keeps no whitened covariance to take a posterior of
         single = grid is None and not self.store_posterior

@@ -42,16 +42,21 @@ from dxrf.core.cholesky import cholesky
 from dxrf.core.options import Options, resolve_options
 from dxrf.core.validation import is_dask
 from dxrf.engine import Pass, check_block, run_pass, ship
+from dxrf.engine.split import block_groups
 from dxrf.kernels.kernel import FeatureKernel
 from dxrf.kernels.landmark_products import LandmarkProducts, landmark_products
 from dxrf.features.nystroem import landmark_gram, landmark_kind
 
-__all__ = ["PCGResult", "pcg_ridge", "falkon_preconditioner", "check_distinct_landmarks", "products_pass"]
+__all__ = ["PCGResult", "pcg_ridge", "falkon_preconditioner", "falkon_factors", "check_distinct_landmarks", "products_pass"]
 
 
 @dataclasses.dataclass
 class PCGResult:
-    """``beta`` (M, k) in the landmark basis, ``intercept`` (k,), iterations, passes, residual history."""
+    """``beta`` (M, k) in the landmark basis, ``intercept`` (k,), iterations, passes, residual history.
+
+    With a grid of penalties, ``beta`` and ``intercept`` are those of ``alpha``;
+    ``betas``, ``intercepts`` and (with a validation split) ``validation_mse`` hold every penalty's.
+    """
 
     beta: np.ndarray
     intercept: np.ndarray
@@ -59,6 +64,12 @@ class PCGResult:
     n_passes: int
     history: np.ndarray  # per iteration: the largest relative preconditioned residual over the columns
     converged: bool
+    alpha: float = 0.0  # the penalty of beta: the one given, or the grid's best on validation
+    alphas: np.ndarray | None = None  # the penalties solved, (a,)
+    betas: np.ndarray | None = None  # (a, M, k): each penalty's solution on all rows
+    intercepts: np.ndarray | None = None  # (a, k)
+    validation_mse: np.ndarray | None = None  # (a, k): the training rows' solutions scored on the validation rows
+    train_mse: np.ndarray | None = None  # (a, k): each solution on all rows, scored on the rows it was fitted on
 
 
 def check_distinct_landmarks(kernel: FeatureKernel) -> None:
@@ -86,11 +97,21 @@ def falkon_preconditioner(K: np.ndarray, alpha: float, identity: bool = False) -
     ``identity=True`` gives ``A = I`` and ``T = I`` scaled so CG is plain
     (unpreconditioned) CG, for comparison.
     """
+    T, factors, delta = falkon_factors(K, [alpha], identity)
+    return T, factors[0], delta
+
+
+def falkon_factors(K: np.ndarray, alphas: object, identity: bool = False) -> tuple[np.ndarray, list[np.ndarray], float]:
+    """``(T, [A_j], delta)``: :func:`falkon_preconditioner` for several penalties, ``T`` and ``T T^T`` once.
+
+    Each further penalty costs one Cholesky factorisation (``M^3 / 3``).
+    """
     m = K.shape[0]
+    alphas = [float(a) for a in alphas]
     if identity:
-        return np.eye(m), np.eye(m), 0.0
+        return np.eye(m), [np.eye(m) for _ in alphas], 0.0
     delta = m * float(np.finfo(np.float64).eps) * max(1.0, float(np.max(np.diag(K))))
-    K = np.array(K, dtype=np.float64, order="F")
+    K = np.array(K, dtype=np.float64, order="C")  # symmetric; row-major so the upper factor is made in place
     K.flat[:: m + 1] += delta
     T = _cholesky_upper(K, "the landmarks' kernel matrix")
     del K
@@ -100,43 +121,89 @@ def falkon_preconditioner(K: np.ndarray, alpha: float, identity: bool = False) -
         TT, info = scipy.linalg.lapack.dlauum(np.asfortranarray(T), lower=0)
     if info != 0:  # an argument error: cannot happen for a square float64 matrix
         raise ValueError(f"LAPACK dlauum failed (info={info})")
+    TT = np.array(TT, order="C")
     TT /= m
-    TT.flat[:: m + 1] += alpha + delta
-    A = _cholesky_upper(TT, "the preconditioner's matrix")
-    return T, A, delta
+    factors = []
+    for i, alpha in enumerate(alphas):
+        work = TT if i == len(alphas) - 1 else TT.copy()  # the last penalty factors TT itself
+        work.flat[:: m + 1] += alpha + delta
+        factors.append(_cholesky_upper(work, "the preconditioner's matrix"))
+    return T, factors, delta
 
 
 # -- the pass ----------------------------------------------------------------------------------
 
 
-def _block(X: np.ndarray, columns: tuple, rows: object, kernel: FeatureKernel, V: np.ndarray | None, running: object) -> LandmarkProducts:
-    Y, w = columns
+def _block(X: np.ndarray, columns: tuple, rows: object, kernel: FeatureKernel, V: np.ndarray | None,
+           split: tuple, running: object) -> tuple[LandmarkProducts, ...]:
+    """The products of the block's training rows and, with a split, of its validation rows."""
+    Y, w, mask = columns
     X = check_block(X, kernel.n_features_in, rows.start)
-    if V is None:
-        return landmark_products(X, kernel, Y=Y, w=w)
-    return landmark_products(X, kernel, V=V, w=w)
+    valid = block_groups(rows.start, X.shape[0], mask, fraction=split[0], folds=None, seed=split[1])
+    parts = []
+    for rows_of in ((slice(None),) if valid is None else (~valid, valid)):
+        wb = None if w is None else w[rows_of]
+        if V is None:
+            parts.append(landmark_products(X[rows_of], kernel, Y=Y[rows_of], w=wb))
+        else:
+            parts.append(landmark_products(X[rows_of], kernel, V=V, w=wb))
+    return tuple(parts)
 
 
-def _merge(*parts: LandmarkProducts) -> LandmarkProducts:
+def _merge(*parts: tuple[LandmarkProducts, ...]) -> tuple[LandmarkProducts, ...]:
     total = parts[0]
     for p in parts[1:]:
-        total += p
+        for mine, theirs in zip(total, p):
+            mine += theirs
     return total
 
 
 def products_pass(m: int, width: int) -> Pass:
-    """The engine's pass of :func:`landmark_products`: M x ``width`` float64 partials, tree-summed."""
-    return Pass(block=_block, merge=_merge, partial_bytes=8 * m * (width + 2))
+    """The engine's pass of :func:`landmark_products`: M x ``width`` float64 partials (twice with a split), tree-summed."""
+    return Pass(block=_block, merge=_merge, partial_bytes=2 * 8 * m * (width + 2))
 
 
 # -- the solver -------------------------------------------------------------------------------
+
+
+def _split_spec(validation: object, validation_seed: int) -> tuple[tuple, object]:
+    """``((fraction, seed), mask)`` of the pass's row split: a hashed fraction, a mask column, or neither."""
+    if validation is None:
+        return (None, 0), None
+    if hasattr(validation, "shape"):
+        return (None, 0), validation
+    return (float(validation), int(validation_seed)), None
+
+
+def _columns_of(sums: LandmarkProducts, S: float, fit_intercept: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(kbar, ybar, c)``: the weighted means and the centred right-hand side of one row group."""
+    m = sums.ksum.shape[0]
+    kbar = sums.ksum / S if fit_intercept else np.zeros(m)
+    ybar = sums.ysum / S if fit_intercept else np.zeros(sums.ysum.shape)
+    return kbar, ybar, sums.ky / S - np.outer(kbar, ybar)
+
+
+def _scored_mse(beta: np.ndarray, Gb: np.ndarray, kbar: np.ndarray, ybar: np.ndarray, v: LandmarkProducts) -> np.ndarray:
+    """Weighted MSE on some rows of the models ``k(x)^T beta + ybar - kbar^T beta`` (one per column).
+
+    From those rows' sums ``v`` and ``Gb = sum_v w k k^T beta``: with
+    ``e = (y - ybar) - (k - kbar)^T beta``, ``sum w e^2`` expands into the
+    sums, no pass over the rows.
+    """
+    S = v.n
+    kb = kbar @ beta  # kbar^T beta per column
+    sb = v.ksum @ beta  # (sum_v w k)^T beta
+    quad = np.einsum("ij,ij->j", beta, Gb) - 2.0 * kb * sb + S * kb * kb
+    cross = np.einsum("ij,ij->j", beta, v.ky) - ybar * sb - kb * v.ysum + S * kb * ybar
+    yy = v.yy - 2.0 * ybar * v.ysum + S * ybar * ybar
+    return np.maximum(yy - 2.0 * cross + quad, 0.0) / S
 
 
 def pcg_ridge(
     X: object,
     Y: object,
     kernel: FeatureKernel,
-    alpha: float,
+    alpha: float | np.ndarray,
     *,
     sample_weight: object = None,
     fit_intercept: bool = True,
@@ -144,8 +211,16 @@ def pcg_ridge(
     max_iter: int = 100,
     options: Options | None = None,
     precondition: bool = True,
+    validation: object = None,
+    validation_seed: int = 0,
 ) -> PCGResult:
     """Solve the Nyström ridge ``(C + alpha K_LL) beta = c`` by preconditioned CG, one pass per iteration.
+
+    Every penalty of ``alpha`` and every output is its own CG, all in the same
+    passes: a pass's cost is its ``N M`` kernel values, which the columns share.
+    With ``validation`` each penalty is solved twice in those passes, on the
+    training rows (scored on the validation rows from the same passes) and on
+    all rows (the refit); the block splits its rows, so the split costs no pass.
 
     Parameters
     ----------
@@ -153,8 +228,8 @@ def pcg_ridge(
     Y : ndarray or dask array of shape (N, k)
     kernel : FeatureKernel
         Unwhitened landmark kernel values (``landmark_values`` of a Nyström map).
-    alpha : float
-        The ridge penalty (DESIGN section 2 scaling: the loss is a weighted mean).
+    alpha : float or array of shape (a,)
+        The ridge penalty or penalties (DESIGN section 2 scaling: the loss is a weighted mean).
     sample_weight : array of shape (N,), optional
     fit_intercept : bool
     tol : float
@@ -164,66 +239,112 @@ def pcg_ridge(
     options : Options, optional
     precondition : bool
         False runs plain CG (a comparison for the tests and the benchmark).
+    validation : float or bool array of shape (N,), optional
+        Validation rows: a fraction (hashed by row index with ``validation_seed``,
+        as :func:`dxrf.engine.split.hashed_split`) or a mask (True = validation).
+    validation_seed : int
 
     Returns
     -------
     PCGResult
+        ``beta``/``intercept`` at ``alpha_``: the one penalty, or the one with
+        the lowest mean validation MSE, refitted on all rows.
     """
     if not (np.isfinite(tol) and tol > 0):
         raise ValueError(f"tol must be a positive number for solver='pcg', got {tol!r}")
     if int(max_iter) < 1:
         raise ValueError(f"max_iter must be at least 1, got {max_iter!r}")
+    alphas = np.atleast_1d(np.asarray(alpha, dtype=np.float64))
+    if alphas.ndim != 1 or not np.all(np.isfinite(alphas)) or np.any(alphas < 0):
+        raise ValueError(f"alpha must be a number >= 0 or a 1-D array of them, got {alpha!r}")
     check_distinct_landmarks(kernel)
     opts = resolve_options(options)
     m = kernel.n_base
     K = landmark_gram(kernel.W, landmark_kind(kernel), kernel.bandwidth)
-    T, A, delta = falkon_preconditioner(K, alpha, identity=not precondition)
+    T, factors, delta = falkon_factors(K, alphas, identity=not precondition)
     if precondition:
         del K
     handle = ship(kernel) if is_dask(X) else kernel
+    split, mask = _split_spec(validation, validation_seed)
 
-    def one_pass(V: np.ndarray | None, width: int) -> LandmarkProducts:
+    def one_pass(V: np.ndarray | None, width: int) -> tuple[LandmarkProducts, ...]:
         # the targets are read by the first pass only
-        return run_pass(products_pass(m, width), X, (Y if V is None else None, sample_weight), (handle, V),
-                        options=opts, names=("y", "sample_weight"))
+        return run_pass(products_pass(m, width), X, (Y if V is None else None, sample_weight, mask), (handle, V, split),
+                        options=opts, names=("y", "sample_weight", "validation"))
 
     first = one_pass(None, 1 if np.ndim(Y) == 1 else int(Y.shape[1]))
-    S = first.n
-    if not S > 0:
+    held_out = len(first) == 2
+    total = LandmarkProducts()
+    for part in first:
+        total += part
+    if not total.n > 0:
         raise ValueError("the sample weights sum to zero: nothing to fit")
-    kbar = first.ksum / S if fit_intercept else np.zeros(m)
-    ybar = first.ysum / S if fit_intercept else np.zeros(first.ysum.shape)
-    c = first.ky / S - np.outer(kbar, ybar)
-    k = c.shape[1]
+    if held_out and not (first[0].n > 0 and first[1].n > 0):
+        raise ValueError("the validation split leaves no training or no validation rows (by weight): "
+                         "choose another fraction or mask")
+    # the row groups solved: all rows (the fit or refit) and, with a split, the training rows
+    groups = [(total.n, *_columns_of(total, total.n, fit_intercept))]
+    if held_out:
+        groups.append((first[0].n, *_columns_of(first[0], first[0].n, fit_intercept)))
+    k, n_alpha = groups[0][3].shape[1], alphas.size
+    # column q of the CG state: group g, penalty j, output o, at q = (g * n_alpha + j) * k + o
+    n_col = len(groups) * n_alpha * k
+    col_group = np.repeat(np.arange(len(groups)), n_alpha * k)
+    col_alpha = np.tile(np.repeat(np.arange(n_alpha), k), len(groups))
+    S_col = np.array([groups[g][0] for g in col_group])
+    kbar_col = np.stack([groups[g][1] for g in col_group], axis=1)  # (M, n_col)
+    c = np.concatenate([np.tile(g[3], n_alpha) for g in groups], axis=1)
 
     def K_times(v: np.ndarray) -> np.ndarray:
         return K @ v if not precondition else T.T @ (T @ v) - delta * v
 
-    def B(u: np.ndarray) -> np.ndarray:  # T^{-1} A^{-1} u
-        return scipy.linalg.solve_triangular(T, scipy.linalg.solve_triangular(A, u, check_finite=False), check_finite=False)
+    def per_alpha(U: np.ndarray, which: np.ndarray, solve) -> np.ndarray:
+        out = np.empty_like(U)
+        for j in np.unique(which):
+            cols = which == j
+            out[:, cols] = solve(factors[j], U[:, cols])
+        return out
 
-    def Bt(v: np.ndarray) -> np.ndarray:  # A^{-T} T^{-T} v
-        return scipy.linalg.solve_triangular(A, scipy.linalg.solve_triangular(T, v, trans="T", check_finite=False),
-                                             trans="T", check_finite=False)
+    def B(U: np.ndarray, which: np.ndarray) -> np.ndarray:  # T^{-1} A_j^{-1} u per column
+        inner = per_alpha(U, which, lambda A, u: scipy.linalg.solve_triangular(A, u, check_finite=False))
+        return scipy.linalg.solve_triangular(T, inner, check_finite=False)
 
-    def H(P: np.ndarray) -> np.ndarray:  # (C + alpha K) P, one pass
-        V = B(P)
-        prod = one_pass(V, V.shape[1]).kkv / S - np.outer(kbar, kbar @ V)
-        return Bt(prod + alpha * K_times(V))
+    def Bt(V: np.ndarray, which: np.ndarray) -> np.ndarray:  # A_j^{-T} T^{-T} v per column
+        inner = scipy.linalg.solve_triangular(T, V, trans="T", check_finite=False)
+        return per_alpha(inner, which, lambda A, u: scipy.linalg.solve_triangular(A, u, trans="T", check_finite=False))
 
-    u = np.zeros((m, k))
-    r = Bt(c)
+    def H(P: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(C + alpha K) P`` in the preconditioned basis, one pass; also the scored rows' ``sum w k k^T B P``.
+
+        A column's scored rows: all rows for a fit on all rows (its training
+        MSE), the validation rows for a fit on the training rows.
+        """
+        V = B(P, col_alpha[idx])
+        parts = one_pass(V, V.shape[1])
+        train = parts[0].kkv
+        every = train if not held_out else train + parts[1].kkv
+        on_all = col_group[idx] == 0
+        prod = np.where(on_all, every, train) / S_col[idx]
+        kb = kbar_col[:, idx]
+        prod -= kb * np.einsum("ij,ij->j", kb, V)
+        prod += alphas[col_alpha[idx]] * K_times(V)
+        return Bt(prod, col_alpha[idx]), np.where(on_all, every, parts[-1].kkv)
+
+    u = np.zeros((m, n_col))
+    r = Bt(c, col_alpha)
     p = r.copy()
     rr = np.einsum("ij,ij->j", r, r)
     r0 = np.sqrt(rr)
     active = r0 > 0
+    Gb = np.zeros((m, n_col))  # sum over each column's scored rows of w k k^T beta, beta = B u
     history = []
     it = 0
     while active.any() and it < max_iter:
         idx = np.flatnonzero(active)
-        Hp = H(p[:, idx])
+        Hp, scored = H(p[:, idx], idx)
         step = rr[idx] / np.einsum("ij,ij->j", p[:, idx], Hp)
         u[:, idx] += step * p[:, idx]
+        Gb[:, idx] += step * scored  # beta = B u moves by step B p: its product with the scored rows' Gram too
         r[:, idx] -= step * Hp
         new = np.einsum("ij,ij->j", r[:, idx], r[:, idx])
         p[:, idx] = r[:, idx] + (new / rr[idx]) * p[:, idx]
@@ -232,9 +353,31 @@ def pcg_ridge(
         rel = np.sqrt(rr) / np.where(r0 > 0, r0, 1.0)
         history.append(float(rel.max()))
         active = rel > tol
-    beta = B(u)
-    intercept = ybar - kbar @ beta
-    return PCGResult(beta, intercept, it, 1 + it, np.asarray(history), not active.any())
+    beta = B(u, col_alpha)
+    ybar_col = np.concatenate([np.tile(g[2], n_alpha) for g in groups])
+    intercept = ybar_col - np.einsum("ij,ij->j", kbar_col, beta)
+    fits = beta[:, : n_alpha * k].reshape(m, n_alpha, k).transpose(1, 0, 2)
+    intercepts = intercept[: n_alpha * k].reshape(n_alpha, k)
+    a = slice(0, n_alpha * k)
+    _, kbar_a, ybar_a, _ = groups[0]
+    fitted = _scored_mse(beta[:, a], Gb[:, a], kbar_a, np.tile(ybar_a, n_alpha), _tiled(total, n_alpha))
+    scores = None
+    chosen = 0
+    if held_out:
+        t = slice(n_alpha * k, 2 * n_alpha * k)
+        _, kbar_t, ybar_t, _ = groups[1]
+        scores = _scored_mse(beta[:, t], Gb[:, t], kbar_t, np.tile(ybar_t, n_alpha), _tiled(first[1], n_alpha))
+        scores = scores.reshape(n_alpha, k)
+        chosen = int(np.argmin(scores.mean(axis=1)))  # the first of equals: the grid's order
+    return PCGResult(fits[chosen], intercepts[chosen], it, 1 + it, np.asarray(history), not active.any(),
+                     alpha=float(alphas[chosen]), alphas=alphas, betas=fits, intercepts=intercepts,
+                     validation_mse=scores, train_mse=fitted.reshape(n_alpha, k))
+
+
+def _tiled(v: LandmarkProducts, times: int) -> LandmarkProducts:
+    """The validation sums with their per-output columns repeated for each penalty."""
+    return LandmarkProducts(ky=np.tile(v.ky, times), ksum=v.ksum, ysum=np.tile(v.ysum, times),
+                            yy=np.tile(v.yy, times), n=v.n)
 
 
 # -- the plan: Gram or conjugate gradient -------------------------------------------------------
@@ -248,26 +391,30 @@ ENTRY_COST = 100
 PLANS = ("auto", "gram", "pcg")
 
 
-def plan_estimate(n: int, m: int, d: int, k: int = 1, iterations: int | None = None) -> dict:
+def plan_estimate(n: int, m: int, d: int, k: int = 1, iterations: int | None = None, *, n_alphas: int = 1,
+                  held_out: bool = False) -> dict:
     """The cost model of the two Nyström plans, in multiply-add equivalents, and the cheaper one.
 
     Gram plan: one pass of ``N M d`` (kernel values) plus ``N M^2 / 2`` (syrk),
-    then ``M^3 / 3`` (one Cholesky factorisation of ``C + alpha K``); each
-    worker holds ``M x M`` float64 sums (twice: compensated). CG plan: a first
-    pass and ``t`` iteration passes, each ``N M (d + ENTRY_COST + 2 k)``,
-    plus ``2 M^3 / 3`` (the two Cholesky factors of the preconditioner);
-    workers hold ``M (k + 2)`` floats per partial. ``t`` is ``iterations``
+    then ``M^3 / 3`` per penalty (a Cholesky factorisation of ``C + alpha K``);
+    each worker holds ``M x M`` float64 sums (twice: compensated). CG plan: a
+    first pass and ``t`` iteration passes, each ``N M (d + ENTRY_COST + 2 w)``
+    for ``w`` columns (``k`` outputs times ``n_alphas`` penalties, twice with a
+    validation split: the training rows' fit and the refit on all rows), plus
+    ``(2 + n_alphas) M^3 / 3`` (the preconditioner's factors and ``T T^T``);
+    workers hold ``M (w + 2)`` floats per partial. ``t`` is ``iterations``
     (default :data:`PCG_ITERATIONS`). The plan is the one with fewer operations.
     """
-    n, m, d, k = int(n), int(m), int(d), int(k)
+    n, m, d, k, a = int(n), int(m), int(d), int(k), int(n_alphas)
     iterations = PCG_ITERATIONS if iterations is None else int(iterations)
-    gram = n * m * d + n * m * m / 2 + m**3 / 3
-    pcg = (iterations + 1) * n * m * (d + ENTRY_COST + 2 * k) + 2 * m**3 / 3
+    width = k * a * (2 if held_out else 1)
+    gram = n * m * d + n * m * m / 2 + a * m**3 / 3
+    pcg = (iterations + 1) * n * m * (d + ENTRY_COST + 2 * width) + (2 + a) * m**3 / 3
     return {
         "plan": "pcg" if pcg < gram else "gram",
         "gram_ops": float(gram),
         "pcg_ops": float(pcg),
         "iterations": int(iterations),
         "gram_worker_bytes": float(16 * m * m),
-        "pcg_worker_bytes": float(8 * m * (k + 2) * 2),
+        "pcg_worker_bytes": float(8 * m * (width + 2) * 2 * (2 if held_out else 1)),
     }

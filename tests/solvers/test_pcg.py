@@ -97,6 +97,55 @@ def test_preconditioner_whitens_its_model_of_the_system(problem):
     np.testing.assert_allclose(B.T @ P @ B, np.eye(m), rtol=0, atol=1e-8)
 
 
+def dense_validation_mse(X, Y, w, kernel, alpha, valid):
+    """Per output: the model fitted densely on the training rows, its weighted MSE on the validation rows."""
+    beta, b = dense_solution(X[~valid], Y[~valid], w[~valid], kernel, alpha)
+    E = Y[valid] - kernel.base(X[valid]) @ beta - b
+    return (w[valid] @ (E * E)) / w[valid].sum()
+
+
+GRID = np.array([1e-1, 1e-3, 1e-5])
+
+
+def test_a_grid_of_penalties_in_the_same_passes(problem):
+    X, Y, w, _, kernel = problem
+    res = pcg_ridge(X, Y, kernel, GRID, sample_weight=w, tol=1e-12, max_iter=400)
+    assert res.converged and res.validation_mse is None and res.alpha == GRID[0]
+    assert res.betas.shape == (3, kernel.n_base, 2) and res.intercepts.shape == (3, 2)
+    for j, alpha in enumerate(GRID):
+        beta, b = dense_solution(X, Y, w, kernel, alpha)
+        assert rel(res.betas[j], beta) < 1e-6 and rel(res.intercepts[j], b) < 1e-6
+        E = Y - kernel.base(X) @ beta - b  # each fit's MSE on its rows, from the same passes
+        np.testing.assert_allclose(res.train_mse[j], w @ (E * E) / w.sum(), rtol=1e-6)
+    # the smallest penalty needs the most iterations: one CG alone takes as many passes as the grid
+    alone = pcg_ridge(X, Y, kernel, GRID[-1], sample_weight=w, tol=1e-12, max_iter=400)
+    assert alone.n_passes == res.n_passes
+
+
+@pytest.mark.parametrize("given", ["fraction", "mask"])
+def test_validation_from_the_same_passes_equals_a_dense_hold_out(problem, given):
+    from dxrf.engine.split import hashed_split
+
+    X, Y, w, _, kernel = problem
+    n = X.shape[0]
+    if given == "fraction":
+        valid, spec = hashed_split(0, n, 0.25, 7), 0.25
+    else:
+        valid = np.random.default_rng(3).uniform(size=n) < 0.3
+        spec = valid
+    res = pcg_ridge(X, Y, kernel, GRID, sample_weight=w, tol=1e-12, max_iter=400, validation=spec, validation_seed=7)
+    assert res.converged and res.validation_mse.shape == (3, 2)
+    want = np.array([dense_validation_mse(X, Y, w, kernel, a, valid) for a in GRID])
+    np.testing.assert_allclose(res.validation_mse, want, rtol=1e-6)
+    best = int(np.argmin(want.mean(axis=1)))
+    assert res.alpha == GRID[best]
+    # the chosen penalty refitted on all rows, in the same passes
+    beta, b = dense_solution(X, Y, w, kernel, GRID[best])
+    assert rel(res.beta, beta) < 1e-6 and rel(res.intercept, b) < 1e-6
+    with pytest.raises(ValueError, match="no training or no validation"):
+        pcg_ridge(X, Y, kernel, GRID, validation=np.zeros(n, dtype=bool), tol=1e-6)
+
+
 @pytest.mark.slow
 def test_dask_from_zarr_on_a_cluster_is_chunking_invariant(problem, tmp_path, cluster2):
     X, Y, w, _, kernel = problem
@@ -112,6 +161,15 @@ def test_dask_from_zarr_on_a_cluster_is_chunking_invariant(problem, tmp_path, cl
     for res in got:
         assert rel(res.beta, beta) < 1e-6 and rel(res.intercept, b) < 1e-6
     assert rel(got[0].beta, got[1].beta) < 1e-6
+    # a grid scored on a dask validation mask whose chunks are unlike X's, in the same passes
+    valid = np.arange(X.shape[0]) % 5 == 1
+    with Client(cluster2):
+        Xd = da.from_zarr(xpath).rechunk((400, X.shape[1]))
+        res = pcg_ridge(Xd, Y, kernel, [1e-1, 1e-2], sample_weight=w, tol=1e-11, max_iter=300,
+                        validation=da.from_array(valid, chunks=350))
+    want = [dense_validation_mse(X, Y, w, kernel, a, valid) for a in (1e-1, 1e-2)]
+    np.testing.assert_allclose(res.validation_mse, want, rtol=1e-6)
+    assert rel(res.betas[1], beta) < 1e-6
 
 
 def test_estimators_pcg_equals_gram(problem):
@@ -135,6 +193,32 @@ def test_estimators_pcg_equals_gram(problem):
     assert cg.solver_ == "pcg" and cg.n_iter_ == cg.pcg_history_.size
 
 
+def test_estimators_choose_the_penalty_on_validation_as_the_gram_plan_does(problem):
+    X, Y, w, L, _ = problem
+    feats = NystroemFeatures(landmarks=L, bandwidth=SIGMA, whitening="cholesky")
+    grid = [1e-1, 1e-3, 1e-5]
+    gram = RandomFeatureRidge(feats, alphas=grid, validation=0.25, validation_seed=3, solver="gram").fit(X, Y, sample_weight=w)
+    pcg = RandomFeatureRidge(feats, alphas=grid, validation=0.25, validation_seed=3, solver="pcg", tol=1e-12,
+                             max_iter=400).fit(X, Y, sample_weight=w)
+    assert pcg.solver_ == "pcg" and pcg.alpha_ == gram.alpha_
+    np.testing.assert_allclose(pcg.alphas_, gram.alphas_)
+    np.testing.assert_allclose(pcg.validation_errors_, gram.validation_errors_, rtol=1e-6)
+    np.testing.assert_allclose(pcg.train_mse_, gram.train_mse_, rtol=1e-6)
+    np.testing.assert_allclose(pcg.predict(X), gram.predict(X), rtol=1e-6, atol=1e-6)
+    assert pcg.n_passes_ == pcg.n_iter_ + 1  # the validation rows cost no pass of their own
+    # one penalty with a validation mask: scored on the mask, refitted on all rows
+    mask = np.arange(X.shape[0]) % 4 == 0
+    one = RandomFeatureRidge(feats, alpha=1e-3, validation=mask, solver="pcg", tol=1e-12, max_iter=400).fit(X, Y)
+    ref = RandomFeatureRidge(feats, alpha=1e-3, validation=mask, solver="gram").fit(X, Y)
+    np.testing.assert_allclose(one.validation_errors_, ref.validation_errors_, rtol=1e-6)
+    np.testing.assert_allclose(one.predict(X), ref.predict(X), rtol=1e-6, atol=1e-6)
+    labels = np.digitize(X[:, 0], [-0.5, 0.5])
+    cg = RandomFeatureClassifier(feats, alphas=grid, solver="pcg", tol=1e-12, max_iter=400).fit(X, labels)
+    gc = RandomFeatureClassifier(feats, alphas=grid, solver="gram").fit(X, labels)
+    assert cg.alpha_ == gc.alpha_
+    np.testing.assert_allclose(cg.decision_function(X), gc.decision_function(X), rtol=1e-6, atol=1e-6)
+
+
 def test_auto_follows_its_estimate(problem, monkeypatch):
     assert plan_estimate(10**6, 20000, 8)["plan"] == "pcg"
     assert plan_estimate(40000, 1000, 8)["plan"] == "gram"
@@ -148,8 +232,13 @@ def test_auto_follows_its_estimate(problem, monkeypatch):
     assert plan_estimate(X.shape[0], L.shape[0], X.shape[1], 2, iterations=1)["plan"] == "pcg"
     model = RandomFeatureRidge(NystroemFeatures(landmarks=L, bandwidth=SIGMA), alpha=ALPHA).fit(X, Y)
     assert model.solver_ == model.plan_estimate_["plan"] == "pcg"
-    # other features, a grid or a validation split stay on the Gram
-    assert RandomFeatureRidge(NystroemFeatures(landmarks=L, bandwidth=SIGMA), alphas=[1e-3, 1e-2]).fit(X, Y).solver_ == "gram"
+    # a grid with its validation split follows the estimate too (it counts the wider passes); other features: the Gram
+    grid = RandomFeatureRidge(NystroemFeatures(landmarks=L, bandwidth=SIGMA), alphas=[1e-3, 1e-2]).fit(X, Y)
+    assert grid.solver_ == "pcg" and grid.validation_errors_.shape == (2,)
+    monkeypatch.undo()
+    grid = RandomFeatureRidge(NystroemFeatures(landmarks=L, bandwidth=SIGMA), alphas=[1e-3, 1e-2]).fit(X, Y)
+    assert grid.solver_ == "gram"
+    assert plan_estimate(10**6, 20000, 8, n_alphas=8, held_out=True)["pcg_ops"] > plan_estimate(10**6, 20000, 8)["pcg_ops"]
     assert RandomFeatureRidge(RandomFourierFeatures(20, random_state=0)).fit(X, Y).solver_ == "gram"
 
 
@@ -163,8 +252,8 @@ def test_bad_input(problem):
     dup = np.vstack([L, L[:3]])
     with pytest.raises(ValueError, match="duplicate"):
         RandomFeatureRidge(NystroemFeatures(landmarks=dup, whitening="eigh"), solver="pcg").fit(X, Y)
-    with pytest.raises(ValueError, match="alphas"):
-        RandomFeatureRidge(NystroemFeatures(landmarks=L), solver="pcg", alphas=[1e-3, 1e-2]).fit(X, Y)
+    with pytest.raises(ValueError, match="evidence"):
+        RandomFeatureRidge(NystroemFeatures(landmarks=L), solver="pcg", alphas=[1e-3, 1e-2], validation="evidence").fit(X, Y)
     with pytest.raises(ValueError, match="solver"):
         RandomFeatureRidge(NystroemFeatures(landmarks=L), solver="cg").fit(X, Y)
     with pytest.raises(ValueError, match="squared"):

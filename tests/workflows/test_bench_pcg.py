@@ -1,0 +1,28 @@
+"""Smoke run of the PCG benchmark at tiny sizes: its tables, and the three grid plans agreeing."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from workflows import bench_pcg
+from workflows._common import bench_args
+
+
+def test_bench_pcg_compares_the_plans_and_the_grid(tmp_path):
+    args = bench_args(bench_pcg, m=[40], repeats=1, n_rows=1500, tol=1e-10, max_iter=300, alphas=[1e-2, 1e-4],
+                      out=str(tmp_path))
+    res = bench_pcg.run(args)
+    saved = json.loads((tmp_path / "bench-pcg.json").read_text())
+    assert set(saved) >= {"plans", "passes", "grid"}
+    assert abs(res["plans"]["40"]["mse_ratio"] - 1.0) < 1e-6
+    grid = res["grid"]["40"]
+    ref = grid["gram"]
+    for plan in ("pcg", "pcg_each"):
+        assert grid[plan]["alpha"] == ref["alpha"]
+        np.testing.assert_allclose(grid[plan]["validation"], ref["validation"], rtol=1e-6)
+    # every penalty shares the passes: no more than one penalty at a time needs
+    assert grid["pcg"]["passes"] < grid["pcg_each"]["passes"]
+    text = (tmp_path / "bench-pcg.md").read_text()
+    assert "every penalty in the same passes" in text and "bound / pass" in text
