@@ -20,7 +20,7 @@ import numpy as np
 from dxrf.core.buffers import thread_buffer
 from dxrf.kernels.kernel import FeatureKernel
 
-__all__ = ["LandmarkProducts", "landmark_products", "SUB_ROWS"]
+__all__ = ["LandmarkProducts", "landmark_products", "split_products", "kernel_values", "SUB_ROWS"]
 
 #: rows of kernel values per sub-block: 2048 x M floats (80 MB in float32 at M = 10 000)
 SUB_ROWS = 2048
@@ -61,12 +61,14 @@ def landmark_products(
     w: np.ndarray | None = None,
     *,
     sub_rows: int = SUB_ROWS,
+    precomputed: bool = False,
 ) -> LandmarkProducts:
     """Products of the kernel values ``K = k(X, L)`` of one block of rows with ``V`` and ``Y``.
 
     Parameters
     ----------
     X : ndarray of shape (n, d)
+        Rows; with ``precomputed``, their kernel values (n, M) instead.
     kernel : FeatureKernel
         A kernel without whitening whose base features are the kernel values
         against the landmarks (:func:`dxrf.solvers.landmark_solve.landmark_values`).
@@ -78,43 +80,85 @@ def landmark_products(
         Row weights (default ones).
     sub_rows : int
         Rows of kernel values held at once (bounded memory whatever ``n``).
+    precomputed : bool
+        ``X`` holds the kernel values (the feature cache's block, made by
+        :func:`kernel_values` on the same sub-blocks): the products are then
+        the same to the bit.
 
     Returns
     -------
     LandmarkProducts
     """
+    return split_products(X, kernel, V, Y, w, sub_rows=sub_rows, precomputed=precomputed)[0]
+
+
+def kernel_values(X: np.ndarray, out: np.ndarray, kernel: FeatureKernel, sub_rows: int = SUB_ROWS) -> None:
+    """Fill ``out`` (n, M) with ``k(X, L)``, ``sub_rows`` rows at a time from ``X``'s first row, as the products compute them."""
+    for a in range(0, X.shape[0], sub_rows):
+        b = min(X.shape[0], a + sub_rows)
+        kernel.base(X[a:b], out=out[a:b])
+
+
+def split_products(
+    X: np.ndarray,
+    kernel: FeatureKernel,
+    V: np.ndarray | None = None,
+    Y: np.ndarray | None = None,
+    w: np.ndarray | None = None,
+    valid: np.ndarray | None = None,
+    *,
+    sub_rows: int = SUB_ROWS,
+    precomputed: bool = False,
+) -> tuple[LandmarkProducts, ...]:
+    """:func:`landmark_products` of a block's rows in two groups: ``(training, validation)`` by the mask ``valid``.
+
+    Each row's kernel values are computed once, a sub-block at a time, and
+    the sub-block's rows go to their group; without ``valid``, one group.
+    """
     n, m = X.shape[0], kernel.n_base
     dtype = kernel.dtype
-    out = LandmarkProducts()
+    outs = tuple(LandmarkProducts() for _ in range(1 if valid is None else 2))
     if V is not None:
         V = np.asarray(V, dtype=np.float64)
         Vd = V.astype(dtype)  # the product K V in the kernel's dtype, its columns summed in float64 below
-        out.kkv = np.zeros((m, V.shape[1]))
+        for out in outs:
+            out.kkv = np.zeros((m, V.shape[1]))
     if Y is not None:
         Y = np.asarray(Y, dtype=np.float64)
         Y = Y.reshape(n, 1) if Y.ndim == 1 else Y  # not reshape(n, -1): a block may have no rows
-        out.ky = np.zeros((m, Y.shape[1]))
-        out.ksum = np.zeros(m)
+        for out in outs:
+            out.ky = np.zeros((m, Y.shape[1]))
+            out.ksum = np.zeros(m)
+    wf = np.ones(n) if w is None else np.asarray(w, dtype=np.float64)
     for a in range(0, n, sub_rows):
         b = min(n, a + sub_rows)
-        K = kernel.base(X[a:b], out=thread_buffer("landmark-products", (b - a, m), dtype))
-        wb = None if w is None else np.asarray(w[a:b], dtype=np.float64)
-        if V is not None:
-            KV = K @ Vd  # (n_sub, t), in the kernel's dtype
-            if wb is not None:
-                KV *= wb.astype(dtype)[:, None]
-            out.kkv += K.T @ KV  # each sub-block in the kernel's dtype, summed in float64
+        if precomputed:
+            K = X[a:b]
+        else:
+            K = kernel.base(X[a:b], out=thread_buffer("landmark-products", (b - a, m), dtype))
+        if valid is None:
+            parts = ((outs[0], K, slice(a, b)),)
+        else:
+            v = np.asarray(valid[a:b], dtype=bool)
+            rows = np.arange(a, b)
+            parts = ((outs[0], K[~v], rows[~v]), (outs[1], K[v], rows[v]))
+        for out, Kg, at in parts:
+            if Kg.shape[0] == 0:
+                continue
+            wb = None if w is None else wf[at]
+            if V is not None:
+                KV = Kg @ Vd  # (n_sub, t), in the kernel's dtype
+                if wb is not None:
+                    KV *= wb.astype(dtype)[:, None]
+                out.kkv += Kg.T @ KV  # each sub-block in the kernel's dtype, summed in float64
+            if Y is not None:
+                Yb = Y[at] if wb is None else Y[at] * wb[:, None]
+                out.ky += Kg.T @ Yb.astype(dtype)
+                out.ksum += Kg.sum(axis=0, dtype=np.float64) if wb is None else Kg.T @ wb.astype(dtype)
+    groups = (np.ones(n, dtype=bool),) if valid is None else (~np.asarray(valid, dtype=bool), np.asarray(valid, dtype=bool))
+    for out, g in zip(outs, groups):
         if Y is not None:
-            Yb = Y[a:b] if wb is None else Y[a:b] * wb[:, None]
-            out.ky += K.T @ Yb.astype(dtype)
-            out.ksum += K.sum(axis=0, dtype=np.float64) if wb is None else K.T @ wb.astype(dtype)
-    if Y is not None:
-        wf = np.ones(n) if w is None else np.asarray(w, dtype=np.float64)
-        out.ysum = wf @ Y
-        out.yy = wf @ (Y * Y)
-        out.n = float(wf.sum())
-    elif w is not None:
-        out.n = float(np.sum(w, dtype=np.float64))
-    else:
-        out.n = float(n)
-    return out
+            out.ysum = wf[g] @ Y[g]
+            out.yy = wf[g] @ (Y[g] * Y[g])
+        out.n = float(np.sum(wf[g], dtype=np.float64))
+    return outs

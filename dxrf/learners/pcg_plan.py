@@ -39,7 +39,7 @@ class PCGPlanMixin:
 
     def _choose_plan(self, X: object, k: int, grid: object, validation: object) -> bool:
         """Set ``solver_`` and ``plan_estimate_``; True when the CG plan is taken."""
-        for name in ("plan_estimate_", "pcg_history_"):  # nothing left from an earlier fit's plan
+        for name in ("plan_estimate_", "pcg_history_", "feature_cache_", "feature_cache_bytes_"):  # nothing left from an earlier fit's plan
             self.__dict__.pop(name, None)
         self.n_iter_ = 1  # the Gram plan's one solve; the conjugate gradient's iterations replace it
         solver = self._plan_solver()
@@ -78,7 +78,7 @@ class PCGPlanMixin:
         result = pcg_ridge(
             X, Y, landmark_values(kernel), float(self.alpha) if grid is None else np.asarray(grid, dtype=np.float64),
             sample_weight=w, fit_intercept=self.fit_intercept, tol=float(self.tol), max_iter=int(self.max_iter),
-            options=resolve_options(), validation=check_validation(validation, int(X.shape[0])),
+            options=resolve_options(cache_features=getattr(self, "cache_features", None)), validation=check_validation(validation, int(X.shape[0])),
             validation_seed=int(self.validation_seed),
         )
         for name in ("alphas_", "validation_errors_"):  # nothing left from an earlier fit's grid
@@ -90,6 +90,7 @@ class PCGPlanMixin:
             self.validation_errors_ = result.validation_mse.mean(axis=1)
         self.train_mse_ = float(result.train_mse[list(result.alphas).index(result.alpha)].mean())
         self.n_passes_ += result.n_passes
+        self.feature_cache_, self.feature_cache_bytes_ = result.cache.status, int(result.cache.estimate)
         self.n_iter_ = result.n_iter
         self.pcg_history_ = result.history
         self._intercept = result.intercept

@@ -239,7 +239,8 @@ class _RidgeRegressor(_RidgeSolveMixin, TargetScaleMixin, RegressorMixin, Random
 
 
 #: the plan of a ridge fit: which solver, its estimate and, for the conjugate gradient, its iterations
-PLAN_FITTED = fitted(solver_="str?", n_iter_="int?", pcg_history_="numbers?", plan_estimate_="dict?")
+PLAN_FITTED = fitted(solver_="str?", n_iter_="int?", pcg_history_="numbers?", plan_estimate_="dict?",
+                     feature_cache_="str?", feature_cache_bytes_="int?")
 
 #: the ridge regressor's own parameters: the plan's solver and the conjugate gradient's stopping rule
 PLAN_RULES = {"max_iter": rule(check_int, low=1), "tol": rule(check_nonnegative, what="a finite number >= 0")}
@@ -338,6 +339,15 @@ class RandomFeatureRidge(PCGPlanMixin, PartialFitMixin, _RidgeRegressor):
         candidates over about N0 rows, then the selection over all; plus 1 for
         a median bandwidth's sample).
     n_features_in_ : int
+    solver_ : {"gram", "pcg"}
+        The plan taken; ``plan_estimate_`` (a dict) holds the estimate ``"auto"`` compared.
+    n_iter_ : int
+        Conjugate-gradient iterations (1 for the Gram plan's solve); ``pcg_history_`` the
+        largest relative residual after each.
+    feature_cache_ : {"cached", "recomputed"}
+        With ``solver_ == "pcg"``: whether the kernel values were computed once and kept for
+        the iterations (the option ``cache_features``, :mod:`dxrf.engine.cache`; the same
+        model either way); ``feature_cache_bytes_`` is their size ``N M itemsize``.
     stats_ : FeatureStats
         After :meth:`partial_fit` only: the running statistics of every row
         seen so far (saved with the model, so ``partial_fit`` continues after

@@ -42,9 +42,10 @@ from dxrf.core.cholesky import cholesky
 from dxrf.core.options import Options, resolve_options
 from dxrf.core.validation import is_dask
 from dxrf.engine import Pass, check_block, run_pass, ship
+from dxrf.engine.cache import CachePlan, feature_cache, plan_cache
 from dxrf.engine.split import block_groups
 from dxrf.kernels.kernel import FeatureKernel
-from dxrf.kernels.landmark_products import LandmarkProducts, landmark_products
+from dxrf.kernels.landmark_products import SUB_ROWS, LandmarkProducts, kernel_values, split_products
 from dxrf.features.nystroem import landmark_gram, landmark_kind
 
 __all__ = ["PCGResult", "pcg_ridge", "falkon_preconditioner", "falkon_factors", "check_distinct_landmarks", "products_pass"]
@@ -70,6 +71,7 @@ class PCGResult:
     intercepts: np.ndarray | None = None  # (a, k)
     validation_mse: np.ndarray | None = None  # (a, k): the training rows' solutions scored on the validation rows
     train_mse: np.ndarray | None = None  # (a, k): each solution on all rows, scored on the rows it was fitted on
+    cache: CachePlan | None = None  # whether the kernel values were computed once and kept for every pass
 
 
 def check_distinct_landmarks(kernel: FeatureKernel) -> None:
@@ -135,19 +137,21 @@ def falkon_factors(K: np.ndarray, alphas: object, identity: bool = False) -> tup
 
 
 def _block(X: np.ndarray, columns: tuple, rows: object, kernel: FeatureKernel, V: np.ndarray | None,
-           split: tuple, running: object) -> tuple[LandmarkProducts, ...]:
-    """The products of the block's training rows and, with a split, of its validation rows."""
+           split: tuple, cached: bool, running: object) -> tuple[LandmarkProducts, ...]:
+    """The products of the block's training rows and, with a split, of its validation rows.
+
+    ``cached``: ``X`` is the block's kernel values from the feature cache, not its rows.
+    """
     Y, w, mask = columns
-    X = check_block(X, kernel.n_features_in, rows.start)
+    if not cached:
+        X = check_block(X, kernel.n_features_in, rows.start)
     valid = block_groups(rows.start, X.shape[0], mask, fraction=split[0], folds=None, seed=split[1])
-    parts = []
-    for rows_of in ((slice(None),) if valid is None else (~valid, valid)):
-        wb = None if w is None else w[rows_of]
-        if V is None:
-            parts.append(landmark_products(X[rows_of], kernel, Y=Y[rows_of], w=wb))
-        else:
-            parts.append(landmark_products(X[rows_of], kernel, V=V, w=wb))
-    return tuple(parts)
+    return split_products(X, kernel, V=V, Y=Y if V is None else None, w=w, valid=valid, precomputed=cached)
+
+
+def _cache_block(X: np.ndarray, out: np.ndarray, start: int, kernel: FeatureKernel) -> None:
+    """The feature cache's block: the kernel values the uncached pass computes for these rows."""
+    kernel_values(check_block(X, kernel.n_features_in, start), out, kernel)
 
 
 def _merge(*parts: tuple[LandmarkProducts, ...]) -> tuple[LandmarkProducts, ...]:
@@ -160,7 +164,8 @@ def _merge(*parts: tuple[LandmarkProducts, ...]) -> tuple[LandmarkProducts, ...]
 
 def products_pass(m: int, width: int) -> Pass:
     """The engine's pass of :func:`landmark_products`: M x ``width`` float64 partials (twice with a split), tree-summed."""
-    return Pass(block=_block, merge=_merge, partial_bytes=2 * 8 * m * (width + 2))
+    # in-process blocks start on the sub-block grid, as the feature cache's blocks do
+    return Pass(block=_block, merge=_merge, partial_bytes=2 * 8 * m * (width + 2), unit_rows=SUB_ROWS)
 
 
 # -- the solver -------------------------------------------------------------------------------
@@ -264,95 +269,104 @@ def pcg_ridge(
     T, factors, delta = falkon_factors(K, alphas, identity=not precondition)
     if precondition:
         del K
-    handle = ship(kernel) if is_dask(X) else kernel
     split, mask = _split_spec(validation, validation_seed)
+    # kernel values kept for every pass when they fit the cache's budget (one computation instead of 1 + n_iter)
+    plan = plan_cache(opts.cache_features, int(X.shape[0]), m, np.dtype(kernel.dtype).itemsize,
+                      dask_input=is_dask(X), fraction=opts.cache_fraction)
+    cache = feature_cache(X, _cache_block, (kernel,), m, kernel.dtype, plan=plan, options=opts, unit_rows=SUB_ROWS)
+    source, cached = cache.source(X), cache.cached
+    handle = ship(kernel) if is_dask(X) else kernel
+    try:
 
-    def one_pass(V: np.ndarray | None, width: int) -> tuple[LandmarkProducts, ...]:
-        # the targets are read by the first pass only
-        return run_pass(products_pass(m, width), X, (Y if V is None else None, sample_weight, mask), (handle, V, split),
-                        options=opts, names=("y", "sample_weight", "validation"))
+        def one_pass(V: np.ndarray | None, width: int) -> tuple[LandmarkProducts, ...]:
+            # the targets are read by the first pass only
+            return run_pass(products_pass(m, width), source, (Y if V is None else None, sample_weight, mask),
+                            (handle, V, split, cached),
+                            options=opts, names=("y", "sample_weight", "validation"))
 
-    first = one_pass(None, 1 if np.ndim(Y) == 1 else int(Y.shape[1]))
-    held_out = len(first) == 2
-    total = LandmarkProducts()
-    for part in first:
-        total += part
-    if not total.n > 0:
-        raise ValueError("the sample weights sum to zero: nothing to fit")
-    if held_out and not (first[0].n > 0 and first[1].n > 0):
-        raise ValueError("the validation split leaves no training or no validation rows (by weight): "
-                         "choose another fraction or mask")
-    # the row groups solved: all rows (the fit or refit) and, with a split, the training rows
-    groups = [(total.n, *_columns_of(total, total.n, fit_intercept))]
-    if held_out:
-        groups.append((first[0].n, *_columns_of(first[0], first[0].n, fit_intercept)))
-    k, n_alpha = groups[0][3].shape[1], alphas.size
-    # column q of the CG state: group g, penalty j, output o, at q = (g * n_alpha + j) * k + o
-    n_col = len(groups) * n_alpha * k
-    col_group = np.repeat(np.arange(len(groups)), n_alpha * k)
-    col_alpha = np.tile(np.repeat(np.arange(n_alpha), k), len(groups))
-    S_col = np.array([groups[g][0] for g in col_group])
-    kbar_col = np.stack([groups[g][1] for g in col_group], axis=1)  # (M, n_col)
-    c = np.concatenate([np.tile(g[3], n_alpha) for g in groups], axis=1)
+        first = one_pass(None, 1 if np.ndim(Y) == 1 else int(Y.shape[1]))
+        held_out = len(first) == 2
+        total = LandmarkProducts()
+        for part in first:
+            total += part
+        if not total.n > 0:
+            raise ValueError("the sample weights sum to zero: nothing to fit")
+        if held_out and not (first[0].n > 0 and first[1].n > 0):
+            raise ValueError("the validation split leaves no training or no validation rows (by weight): "
+                             "choose another fraction or mask")
+        # the row groups solved: all rows (the fit or refit) and, with a split, the training rows
+        groups = [(total.n, *_columns_of(total, total.n, fit_intercept))]
+        if held_out:
+            groups.append((first[0].n, *_columns_of(first[0], first[0].n, fit_intercept)))
+        k, n_alpha = groups[0][3].shape[1], alphas.size
+        # column q of the CG state: group g, penalty j, output o, at q = (g * n_alpha + j) * k + o
+        n_col = len(groups) * n_alpha * k
+        col_group = np.repeat(np.arange(len(groups)), n_alpha * k)
+        col_alpha = np.tile(np.repeat(np.arange(n_alpha), k), len(groups))
+        S_col = np.array([groups[g][0] for g in col_group])
+        kbar_col = np.stack([groups[g][1] for g in col_group], axis=1)  # (M, n_col)
+        c = np.concatenate([np.tile(g[3], n_alpha) for g in groups], axis=1)
 
-    def K_times(v: np.ndarray) -> np.ndarray:
-        return K @ v if not precondition else T.T @ (T @ v) - delta * v
+        def K_times(v: np.ndarray) -> np.ndarray:
+            return K @ v if not precondition else T.T @ (T @ v) - delta * v
 
-    def per_alpha(U: np.ndarray, which: np.ndarray, solve) -> np.ndarray:
-        out = np.empty_like(U)
-        for j in np.unique(which):
-            cols = which == j
-            out[:, cols] = solve(factors[j], U[:, cols])
-        return out
+        def per_alpha(U: np.ndarray, which: np.ndarray, solve) -> np.ndarray:
+            out = np.empty_like(U)
+            for j in np.unique(which):
+                cols = which == j
+                out[:, cols] = solve(factors[j], U[:, cols])
+            return out
 
-    def B(U: np.ndarray, which: np.ndarray) -> np.ndarray:  # T^{-1} A_j^{-1} u per column
-        inner = per_alpha(U, which, lambda A, u: scipy.linalg.solve_triangular(A, u, check_finite=False))
-        return scipy.linalg.solve_triangular(T, inner, check_finite=False)
+        def B(U: np.ndarray, which: np.ndarray) -> np.ndarray:  # T^{-1} A_j^{-1} u per column
+            inner = per_alpha(U, which, lambda A, u: scipy.linalg.solve_triangular(A, u, check_finite=False))
+            return scipy.linalg.solve_triangular(T, inner, check_finite=False)
 
-    def Bt(V: np.ndarray, which: np.ndarray) -> np.ndarray:  # A_j^{-T} T^{-T} v per column
-        inner = scipy.linalg.solve_triangular(T, V, trans="T", check_finite=False)
-        return per_alpha(inner, which, lambda A, u: scipy.linalg.solve_triangular(A, u, trans="T", check_finite=False))
+        def Bt(V: np.ndarray, which: np.ndarray) -> np.ndarray:  # A_j^{-T} T^{-T} v per column
+            inner = scipy.linalg.solve_triangular(T, V, trans="T", check_finite=False)
+            return per_alpha(inner, which, lambda A, u: scipy.linalg.solve_triangular(A, u, trans="T", check_finite=False))
 
-    def H(P: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(C + alpha K) P`` in the preconditioned basis, one pass; also the scored rows' ``sum w k k^T B P``.
+        def H(P: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            """``(C + alpha K) P`` in the preconditioned basis, one pass; also the scored rows' ``sum w k k^T B P``.
 
-        A column's scored rows: all rows for a fit on all rows (its training
-        MSE), the validation rows for a fit on the training rows.
-        """
-        V = B(P, col_alpha[idx])
-        parts = one_pass(V, V.shape[1])
-        train = parts[0].kkv
-        every = train if not held_out else train + parts[1].kkv
-        on_all = col_group[idx] == 0
-        prod = np.where(on_all, every, train) / S_col[idx]
-        kb = kbar_col[:, idx]
-        prod -= kb * np.einsum("ij,ij->j", kb, V)
-        prod += alphas[col_alpha[idx]] * K_times(V)
-        return Bt(prod, col_alpha[idx]), np.where(on_all, every, parts[-1].kkv)
+            A column's scored rows: all rows for a fit on all rows (its training
+            MSE), the validation rows for a fit on the training rows.
+            """
+            V = B(P, col_alpha[idx])
+            parts = one_pass(V, V.shape[1])
+            train = parts[0].kkv
+            every = train if not held_out else train + parts[1].kkv
+            on_all = col_group[idx] == 0
+            prod = np.where(on_all, every, train) / S_col[idx]
+            kb = kbar_col[:, idx]
+            prod -= kb * np.einsum("ij,ij->j", kb, V)
+            prod += alphas[col_alpha[idx]] * K_times(V)
+            return Bt(prod, col_alpha[idx]), np.where(on_all, every, parts[-1].kkv)
 
-    u = np.zeros((m, n_col))
-    r = Bt(c, col_alpha)
-    p = r.copy()
-    rr = np.einsum("ij,ij->j", r, r)
-    r0 = np.sqrt(rr)
-    active = r0 > 0
-    Gb = np.zeros((m, n_col))  # sum over each column's scored rows of w k k^T beta, beta = B u
-    history = []
-    it = 0
-    while active.any() and it < max_iter:
-        idx = np.flatnonzero(active)
-        Hp, scored = H(p[:, idx], idx)
-        step = rr[idx] / np.einsum("ij,ij->j", p[:, idx], Hp)
-        u[:, idx] += step * p[:, idx]
-        Gb[:, idx] += step * scored  # beta = B u moves by step B p: its product with the scored rows' Gram too
-        r[:, idx] -= step * Hp
-        new = np.einsum("ij,ij->j", r[:, idx], r[:, idx])
-        p[:, idx] = r[:, idx] + (new / rr[idx]) * p[:, idx]
-        rr[idx] = new
-        it += 1
-        rel = np.sqrt(rr) / np.where(r0 > 0, r0, 1.0)
-        history.append(float(rel.max()))
-        active = rel > tol
+        u = np.zeros((m, n_col))
+        r = Bt(c, col_alpha)
+        p = r.copy()
+        rr = np.einsum("ij,ij->j", r, r)
+        r0 = np.sqrt(rr)
+        active = r0 > 0
+        Gb = np.zeros((m, n_col))  # sum over each column's scored rows of w k k^T beta, beta = B u
+        history = []
+        it = 0
+        while active.any() and it < max_iter:
+            idx = np.flatnonzero(active)
+            Hp, scored = H(p[:, idx], idx)
+            step = rr[idx] / np.einsum("ij,ij->j", p[:, idx], Hp)
+            u[:, idx] += step * p[:, idx]
+            Gb[:, idx] += step * scored  # beta = B u moves by step B p: its product with the scored rows' Gram too
+            r[:, idx] -= step * Hp
+            new = np.einsum("ij,ij->j", r[:, idx], r[:, idx])
+            p[:, idx] = r[:, idx] + (new / rr[idx]) * p[:, idx]
+            rr[idx] = new
+            it += 1
+            rel = np.sqrt(rr) / np.where(r0 > 0, r0, 1.0)
+            history.append(float(rel.max()))
+            active = rel > tol
+    finally:
+        cache.release()
     beta = B(u, col_alpha)
     ybar_col = np.concatenate([np.tile(g[2], n_alpha) for g in groups])
     intercept = ybar_col - np.einsum("ij,ij->j", kbar_col, beta)
@@ -371,7 +385,7 @@ def pcg_ridge(
         chosen = int(np.argmin(scores.mean(axis=1)))  # the first of equals: the grid's order
     return PCGResult(fits[chosen], intercepts[chosen], it, 1 + it, np.asarray(history), not active.any(),
                      alpha=float(alphas[chosen]), alphas=alphas, betas=fits, intercepts=intercepts,
-                     validation_mse=scores, train_mse=fitted.reshape(n_alpha, k))
+                     validation_mse=scores, train_mse=fitted.reshape(n_alpha, k), cache=plan)
 
 
 def _tiled(v: LandmarkProducts, times: int) -> LandmarkProducts:

@@ -9,7 +9,6 @@ decline when the workers' memory limits are small.
 
 from __future__ import annotations
 
-import time
 
 import dask.array as da
 import numpy as np
@@ -17,6 +16,7 @@ import pytest
 from distributed import Client
 
 import dxrf
+from _worker_memory import empty, held_keys, wait_until_empty
 import dxrf.io
 from dxrf.engine.cache import feature_cache, plan_cache
 from dxrf.solvers.logistic import passes as logistic_passes
@@ -36,21 +36,6 @@ def data(tmp_path_factory):
         dxrf.io.write_zarr(X, path, y=labels.astype(float), chunk_rows=rows)
         out[rows] = dxrf.io.open_zarr(path)
     return X, labels, out
-
-
-def _held(client: Client) -> dict:
-    """The keys each worker holds in memory."""
-    return client.run(lambda dask_worker: [str(k) for k in dask_worker.data.keys()])
-
-
-def _wait_empty(client: Client, timeout: float = 20.0) -> dict:
-    """The workers' keys once they hold none (releases reach them asynchronously), or what they still hold."""
-    deadline = time.monotonic() + timeout
-    held = _held(client)
-    while any(held.values()) and time.monotonic() < deadline:
-        time.sleep(0.1)
-        held = _held(client)
-    return held
 
 
 def _classifier(loss: str, solver: str, cache: bool, m: int = 300) -> dxrf.RandomFeatureClassifier:
@@ -80,7 +65,7 @@ def test_cached_fit_is_bitwise_the_uncached_one(client, data, rows, loss, solver
     assert got.n_passes_ == ref.n_passes_ >= 3
     np.testing.assert_array_equal(got.coef_, ref.coef_)
     np.testing.assert_array_equal(got.intercept_, ref.intercept_)
-    assert _wait_empty(client) == {w: [] for w in _held(client)}
+    assert wait_until_empty(client) == empty(client)
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
@@ -115,7 +100,7 @@ def test_auto_declines_beyond_the_budget(make_cluster, data):
         est.fit(stored[4000].X, labels)
         assert est.feature_cache_ == "cached"
         np.testing.assert_array_equal(est.coef_, ref)
-        assert _wait_empty(client) == {w: [] for w in _held(client)}
+        assert wait_until_empty(client) == empty(client)
 
 
 def test_nothing_stays_after_an_error(client, data):
@@ -129,7 +114,7 @@ def test_nothing_stays_after_an_error(client, data):
     )
     with pytest.raises(ValueError, match="finite|NaN|nan"):
         est.fit(bad, labels)
-    assert _wait_empty(client) == {w: [] for w in _held(client)}
+    assert wait_until_empty(client) == empty(client)
 
 
 def test_nothing_stays_after_an_interrupt(client, data, monkeypatch):
@@ -148,7 +133,7 @@ def test_nothing_stays_after_an_interrupt(client, data, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         _classifier("multinomial", "lbfgs", True).fit(stored[2500].X, labels)
     assert len(calls) == 3
-    assert _wait_empty(client) == {w: [] for w in _held(client)}
+    assert wait_until_empty(client) == empty(client)
 
 
 def test_release_frees_the_blocks_and_numpy_cache(client, data):
@@ -162,10 +147,10 @@ def test_release_frees_the_blocks_and_numpy_cache(client, data):
     cache = feature_cache(stored[2500].X, double, (2.0,), D, np.float64, plan=plan, options=dxrf.get_options())
     assert cache.cached
     np.testing.assert_array_equal(cache.source(None).compute(), 2.0 * stored[2500].X.compute())
-    assert sum(len(v) for v in _held(client).values()) >= 5
+    assert sum(len(v) for v in held_keys(client).values()) >= 5
     cache.release()
     cache.release()  # idempotent
-    assert _wait_empty(client) == {w: [] for w in _held(client)}
+    assert wait_until_empty(client) == empty(client)
     with feature_cache(X, double, (3.0,), D, np.float64, plan=plan, options=dxrf.get_options(), unit_rows=7) as c:
         np.testing.assert_array_equal(c.source(X), 3.0 * X)
     assert c.source(X) is X

@@ -288,15 +288,19 @@ def test_logistic_fit_survives_a_killed_worker(cluster, data):
 
 
 @pytest.mark.slow
-def test_pcg_solve_survives_a_killed_worker(cluster, data):
+@pytest.mark.parametrize("cache", [False, True])
+def test_pcg_solve_survives_a_killed_worker(cluster, data, cache):
     client, counter = cluster
     _wait_for_workers(client, 2)
     landmarks = np.random.default_rng(1).normal(size=(100, 8))
 
     def fit():
-        # a fixed number of conjugate-gradient passes (tol far below reach): the same work each run
+        # a fixed number of conjugate-gradient passes (tol far below reach): the same work each run;
+        # with the cache, the lost worker's kernel values are recomputed from their lineage
         features = dxrf.NystroemFeatures(landmarks=landmarks, bandwidth=2.0, whitening="cholesky")
-        return dxrf.RandomFeatureRidge(features, alpha=1e-3, solver="pcg", tol=1e-300, max_iter=6).fit(data.X, data.y)
+        with dxrf.options(cache_features=cache):
+            model = dxrf.RandomFeatureRidge(features, alpha=1e-3, solver="pcg", tol=1e-300, max_iter=6)
+            return model.fit(data.X, data.y)
 
     ref, n_tasks = _count_tasks(counter, fit)
     assert ref.n_iter_ == 6 and n_tasks >= 7 * 24
@@ -308,6 +312,7 @@ def test_pcg_solve_survives_a_killed_worker(cluster, data):
     assert est.n_iter_ == ref.n_iter_ and est.n_passes_ == ref.n_passes_
     assert _rel(est.coef_, ref.coef_) <= 1e-12
     np.testing.assert_array_equal(est.pcg_history_, ref.pcg_history_)
+    assert est.feature_cache_ == ref.feature_cache_ == ("cached" if cache else "recomputed")
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
