@@ -10,10 +10,13 @@ estimate beside them.
 
 (p2) One CG iteration (one engine pass of ``K^T (w * (K v))`` over all training rows,
 float32 kernel values, one output, plus the client's four triangular solves): the
-difference of ``solver="pcg"`` fits with ``max_iter`` 1 and 1 + 5, over 5; against a NumPy
-in-memory bound for the same product: a blocked float32 loop over 2048-row blocks with
-reused buffers (one ``gemm`` for ``x.l``, the norms subtracted and ``exp`` in place,
-then ``K v`` and ``K^T (K v)``). Median of ``--repeats``.
+difference of ``solver="pcg"`` fits with ``max_iter`` 1 and 1 + 5, over 5, with the
+kernel values recomputed in every pass (``cache_features=False``) and kept by the
+feature cache (``True``). Against NumPy in-memory bounds for the same product:
+recomputed, a blocked float32 loop over 2048-row blocks with reused buffers (one
+``gemm`` for ``x.l``, the norms subtracted and ``exp`` in place, then ``K v`` and
+``K^T (K v)``); cached, ``K^T (K v)`` on the whole float32 ``K`` in memory (two
+matrix-vector products: memory bandwidth). Median of ``--repeats``.
 
 (p3) A grid of penalties (``--alphas``) chosen on a 20 % hashed hold-out of the training
 rows, at each ``--m``: the Gram plan (one pass of statistics, the path from them); the
@@ -73,6 +76,7 @@ fit_s = time.perf_counter() - t0
 pred = model.predict(Xte)
 print(json.dumps({{"fit_s": fit_s, "test_mse": float(np.mean((pred - yte) ** 2)), "peak": peak(), "base": base,
                   "n_iter": getattr(model, "n_iter_", None), "passes": model.n_passes_,
+                  "cache": getattr(model, "feature_cache_", None),
                   "estimate": getattr(model, "plan_estimate_", None), "n": int(Xtr.shape[0]), "d": int(Xtr.shape[1])}}))
 """
 
@@ -134,14 +138,32 @@ def numpy_bound(X, L, v, sigma: float, rows: int = 2048) -> tuple:
     return out, time.perf_counter() - t0
 
 
+def matvec_bound(K, v) -> float:
+    """Seconds of ``K^T (K v)`` on an in-memory float32 ``K``: two matrix-vector products, the cached pass's bound."""
+    import time
+
+    import numpy as np
+
+    v = v.reshape(-1).astype(np.float32)
+    t0 = time.perf_counter()
+    K.T @ (K @ v)
+    return time.perf_counter() - t0
+
+
 def _pass_timing(args: argparse.Namespace, m: int) -> dict:
-    """Seconds per CG iteration (one pass): fits with 1 and 1 + ``ITER_GAP`` iterations, the difference over the gap."""
+    """Seconds per CG iteration (one pass), without and with the feature cache, against their NumPy bounds.
+
+    Fits with 1 and 1 + ``ITER_GAP`` iterations; the difference over the gap is one
+    iteration (with the cache, its one-off computation of the kernel values falls out).
+    """
     import time
 
     import numpy as np
 
     import dxrf
     import dxrf.datasets
+    from dxrf.features.nystroem import landmark_kernel
+    from dxrf.kernels.landmark_products import kernel_values
 
     ds = dxrf.datasets.load("kin40k", split=0, **({"n_rows": args.n_rows} if args.n_rows else {}))
     X = (ds.X_train - ds.X_train.mean(0)) / ds.X_train.std(0)
@@ -149,20 +171,29 @@ def _pass_timing(args: argparse.Namespace, m: int) -> dict:
     rng = np.random.default_rng(0)
     L = X[rng.choice(X.shape[0], m, replace=False)]
     features = dxrf.NystroemFeatures(landmarks=L, bandwidth=args.sigma, dtype="float32", whitening="cholesky")
-    per_iter, bound = [], []
-    dxrf.RandomFeatureRidge(features, alpha=args.alpha, solver="pcg", max_iter=1).fit(X, y)  # warm-up: first-call costs
-    for _ in range(args.repeats):
-        spent = {}
-        for iters in (1, 1 + ITER_GAP):
-            model = dxrf.RandomFeatureRidge(features, alpha=args.alpha, solver="pcg", tol=1e-300, max_iter=iters)
-            t0 = time.perf_counter()
-            model.fit(X, y)
-            spent[iters] = time.perf_counter() - t0
-            assert model.n_iter_ == iters
-        per_iter.append((spent[1 + ITER_GAP] - spent[1]) / ITER_GAP)
-        bound.append(numpy_bound(X, L, rng.normal(size=m), args.sigma)[1])
-    e, b = statistics.median(per_iter), statistics.median(bound)
-    return {"n": int(X.shape[0]), "m": m, "d": int(X.shape[1]), "pass_s": e, "bound_s": b, "ratio_bound_over_pass": b / e}
+    K = np.empty((X.shape[0], m), dtype=np.float32)  # the cached kernel values, for the matrix-vector bound
+    kernel_values(X, K, landmark_kernel(np.ascontiguousarray(L.T, dtype=np.float32), "gaussian", args.sigma,
+                                        whiten=False))
+    out = {"n": int(X.shape[0]), "m": m, "d": int(X.shape[1])}
+    for cache in (False, True):
+        per_iter, bound = [], []
+        with dxrf.options(cache_features=cache):
+            dxrf.RandomFeatureRidge(features, alpha=args.alpha, solver="pcg", max_iter=1).fit(X, y)  # warm-up
+            for _ in range(args.repeats):
+                spent = {}
+                for iters in (1, 1 + ITER_GAP):
+                    model = dxrf.RandomFeatureRidge(features, alpha=args.alpha, solver="pcg", tol=1e-300, max_iter=iters)
+                    t0 = time.perf_counter()
+                    model.fit(X, y)
+                    spent[iters] = time.perf_counter() - t0
+                    assert model.n_iter_ == iters and model.feature_cache_ == ("cached" if cache else "recomputed")
+                per_iter.append((spent[1 + ITER_GAP] - spent[1]) / ITER_GAP)
+                v = rng.normal(size=m)
+                bound.append(matvec_bound(K, v) if cache else numpy_bound(X, L, v, args.sigma)[1])
+        e, b = statistics.median(per_iter), statistics.median(bound)
+        key = "cached" if cache else "recomputed"
+        out[key] = {"pass_s": e, "bound_s": b, "ratio_bound_over_pass": b / e}
+    return out
 
 
 def _grid_section(args: argparse.Namespace, results: dict) -> str:
@@ -202,7 +233,8 @@ def run(args: argparse.Namespace) -> dict:
                                                 load_kw=repr({"n_rows": args.n_rows} if args.n_rows else {}))
             runs[solver] = out = _run(code)
             print(f"  (p1) M={m} {solver}: {out['fit_s']:.1f} s, test MSE {out['test_mse']:.5f}, peak "
-                  f"{out['peak'] / 2**20:.0f} MiB (base {out['base'] / 2**20:.0f}), iterations {out['n_iter']}", flush=True)
+                  f"{out['peak'] / 2**20:.0f} MiB (base {out['base'] / 2**20:.0f}), iterations {out['n_iter']}"
+                  + (f", kernel values {out['cache']}" if out["cache"] else ""), flush=True)
         g, p = runs["gram"], runs["pcg"]
         est = p["estimate"]
         faster = "pcg" if p["fit_s"] < g["fit_s"] else "gram"
@@ -212,16 +244,23 @@ def run(args: argparse.Namespace) -> dict:
                      f"{(g['peak'] - g['base']) / 2**20:.0f} / {(p['peak'] - p['base']) / 2**20:.0f}", p["n_iter"],
                      f"{est['gram_ops']:.2e} / {est['pcg_ops']:.2e} -> {est['plan']}", faster])
         pt = results["passes"][str(m)] = _pass_timing(args, m)
-        print(f"  (p2) M={m}: CG pass {pt['pass_s']:.3f} s, NumPy bound {pt['bound_s']:.3f} s "
-              f"(bound / pass = {pt['ratio_bound_over_pass']:.2f})", flush=True)
-        prows.append([pt["n"], m, pt["d"], f"{pt['pass_s']:.3f}", f"{pt['bound_s']:.3f}", f"{pt['ratio_bound_over_pass']:.2f}"])
+        for key, bound in (("recomputed", "kernel values and K^T (K v), blocked float32 loop"),
+                           ("cached", "K^T (K v) on the float32 K in memory")):
+            r = pt[key]
+            print(f"  (p2) M={m} {key}: CG pass {r['pass_s']:.3f} s, NumPy bound {r['bound_s']:.3f} s "
+                  f"(bound / pass = {r['ratio_bound_over_pass']:.2f})", flush=True)
+            prows.append([pt["n"], m, pt["d"], key, f"{r['pass_s']:.3f}", bound, f"{r['bound_s']:.3f}",
+                          f"{r['ratio_bound_over_pass']:.2f}"])
     md = table(["M", "fit s gram / pcg", "test MSE gram / pcg", "peak above base MiB gram / pcg", "CG iterations",
                 "estimate gram / pcg ops -> auto", "measured faster"], rows)
     md += (f"\n\nkin40k split 0, standardised X and y, gaussian sigma = {args.sigma}, alpha = {args.alpha}, "
-           f"tol = {args.tol}; uniform landmarks, Cholesky whitening; each fit in a fresh process on NumPy input.\n\n")
-    md += table(["N", "M", "d", "CG pass s (engine)", "NumPy bound s", "bound / pass"], prows)
+           f"tol = {args.tol}; uniform landmarks, Cholesky whitening; each fit in a fresh process on NumPy input; "
+           f"the CG's kernel values by the feature cache's \"auto\": "
+           f"{', '.join(sorted({str(r['pcg']['cache']) for r in results['plans'].values()}))}.\n\n")
+    md += table(["N", "M", "d", "kernel values", "CG pass s (engine)", "NumPy bound", "bound s", "bound / pass"], prows)
     md += ("\n\nOne CG iteration (an engine pass of K^T (K v) on NumPy input, the local thread pool, float32 kernel "
-           "values, one output) against the NumPy blocked float32 loop; median of repeats.\n")
+           "values, one output, plus the client's triangular solves), with the kernel values recomputed in every pass "
+           "and kept by the feature cache, against its NumPy bound; median of repeats.\n")
     if args.alphas:
         md += _grid_section(args, results)
     return report(args.out, "bench-pcg", results, md)

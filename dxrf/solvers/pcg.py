@@ -84,11 +84,12 @@ def check_distinct_landmarks(kernel: FeatureKernel) -> None:
         )
 
 
-def _cholesky_upper(A: np.ndarray, what: str) -> np.ndarray:
+def _cholesky_lower(A: np.ndarray, what: str) -> np.ndarray:
+    """The clean lower factor of a column-major ``A``, in its memory (its lower triangle is read)."""
     # blocked on gemm, every BLAS thread: OpenBLAS's threaded potrf (through syrk) crashes at
     # M >= ~16 000 here (DESIGN.md); the same bits on any number of threads
     try:
-        return cholesky(A, lower=False, overwrite_a=True)
+        return cholesky(A, lower=True, overwrite_a=True)
     except np.linalg.LinAlgError:
         raise ValueError(f"{what} is not positive definite (nearly duplicate landmarks or a very large bandwidth)") from None
 
@@ -103,34 +104,37 @@ def falkon_preconditioner(K: np.ndarray, alpha: float, identity: bool = False) -
     return T, factors[0], delta
 
 
-def falkon_factors(K: np.ndarray, alphas: object, identity: bool = False) -> tuple[np.ndarray, list[np.ndarray], float]:
+def falkon_factors(K: np.ndarray, alphas: object, identity: bool = False,
+                   overwrite_k: bool = False) -> tuple[np.ndarray, list[np.ndarray], float]:
     """``(T, [A_j], delta)``: :func:`falkon_preconditioner` for several penalties, ``T`` and ``T T^T`` once.
 
     Each further penalty costs one Cholesky factorisation (``M^3 / 3``).
+    ``overwrite_k``: a row-major ``K`` (as :func:`landmark_gram` makes it) holds
+    ``T``, so the factors take two ``M x M`` arrays, plus one per further penalty.
     """
     m = K.shape[0]
     alphas = [float(a) for a in alphas]
     if identity:
         return np.eye(m), [np.eye(m) for _ in alphas], 0.0
     delta = m * float(np.finfo(np.float64).eps) * max(1.0, float(np.max(np.diag(K))))
-    K = np.array(K, dtype=np.float64, order="C")  # symmetric; row-major so the upper factor is made in place
-    K.flat[:: m + 1] += delta
-    T = _cholesky_upper(K, "the landmarks' kernel matrix")
-    del K
-    # T T^T by LAPACK's lauum (M^3 / 3 flops, a third of a gemm's 2 M^3), on one BLAS thread:
-    # it calls syrk, whose threaded OpenBLAS crashes at large M; only its upper triangle is set
+    # K is symmetric: its transpose, column-major when K is row-major, is factored in place
+    in_place = overwrite_k and K.dtype == np.float64 and K.flags.c_contiguous
+    work = K.T if in_place else np.array(K, dtype=np.float64, order="F")
+    work.flat[:: m + 1] += delta
+    L = _cholesky_lower(work, "the landmarks' kernel matrix")  # K + delta I = L L^T, T = L^T
+    # T T^T = L^T L by LAPACK's lauum of the lower factor (M^3 / 3 flops, a third of a gemm's 2 M^3)
+    # into a copy, on one BLAS thread: it calls syrk, whose threaded OpenBLAS crashes at large M
     with blas_limit(1):
-        TT, info = scipy.linalg.lapack.dlauum(np.asfortranarray(T), lower=0)
+        TT, info = scipy.linalg.lapack.dlauum(L, lower=1)
     if info != 0:  # an argument error: cannot happen for a square float64 matrix
         raise ValueError(f"LAPACK dlauum failed (info={info})")
-    TT = np.array(TT, order="C")
-    TT /= m
+    TT /= m  # its lower triangle is set (the upper one holds L's zeros)
     factors = []
     for i, alpha in enumerate(alphas):
-        work = TT if i == len(alphas) - 1 else TT.copy()  # the last penalty factors TT itself
+        work = TT if i == len(alphas) - 1 else TT.copy(order="F")  # the last penalty factors TT itself
         work.flat[:: m + 1] += alpha + delta
-        factors.append(_cholesky_upper(work, "the preconditioner's matrix"))
-    return T, factors, delta
+        factors.append(_cholesky_lower(work, "the preconditioner's matrix").T)
+    return L.T, factors, delta
 
 
 # -- the pass ----------------------------------------------------------------------------------
@@ -266,7 +270,7 @@ def pcg_ridge(
     opts = resolve_options(options)
     m = kernel.n_base
     K = landmark_gram(kernel.W, landmark_kind(kernel), kernel.bandwidth)
-    T, factors, delta = falkon_factors(K, alphas, identity=not precondition)
+    T, factors, delta = falkon_factors(K, alphas, identity=not precondition, overwrite_k=precondition)
     if precondition:
         del K
     split, mask = _split_spec(validation, validation_seed)
