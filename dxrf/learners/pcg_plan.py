@@ -11,8 +11,11 @@ and scored in the conjugate gradient's own passes.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import scipy.linalg
+from sklearn.exceptions import ConvergenceWarning
 
 from dxrf.core.options import resolve_options
 from dxrf.features.nystroem import NystroemFeatures
@@ -90,6 +93,14 @@ class PCGPlanMixin:
             self.validation_errors_ = result.validation_mse.mean(axis=1)
         self.train_mse_ = float(result.train_mse[list(result.alphas).index(result.alpha)].mean())
         self.n_passes_ += result.n_passes
+        if not result.converged:
+            warnings.warn(
+                f"the conjugate gradient did not converge: relative residual {result.history[-1]:.2e} after "
+                f"{result.n_iter} iterations, tol={self.tol}. Increase max_iter, or loosen tol (a larger alpha "
+                "converges faster).",
+                ConvergenceWarning,
+                stacklevel=3,  # past _fit_pcg and fit: the caller's line
+            )
         self.feature_cache_, self.feature_cache_bytes_ = result.cache.status, int(result.cache.estimate)
         self.n_iter_ = result.n_iter
         self.pcg_history_ = result.history

@@ -288,6 +288,7 @@ def test_logistic_fit_survives_a_killed_worker(cluster, data):
 
 
 @pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # a fixed 6 iterations, on purpose
 @pytest.mark.parametrize("cache", [False, True])
 def test_pcg_solve_survives_a_killed_worker(cluster, data, cache):
     client, counter = cluster

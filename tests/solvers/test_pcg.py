@@ -219,6 +219,16 @@ def test_estimators_choose_the_penalty_on_validation_as_the_gram_plan_does(probl
     np.testing.assert_allclose(cg.decision_function(X), gc.decision_function(X), rtol=1e-6, atol=1e-6)
 
 
+def test_an_unconverged_solve_warns(problem):
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, Y, _, L, _ = problem
+    feats = NystroemFeatures(landmarks=L, bandwidth=SIGMA, whitening="cholesky")
+    with pytest.warns(ConvergenceWarning, match="did not converge.*2 iterations"):
+        model = RandomFeatureRidge(feats, alpha=ALPHA, solver="pcg", tol=1e-12, max_iter=2).fit(X, Y)
+    assert model.n_iter_ == 2
+
+
 def test_auto_follows_its_estimate(problem, monkeypatch):
     assert plan_estimate(10**6, 20000, 8)["plan"] == "pcg"
     assert plan_estimate(40000, 1000, 8)["plan"] == "gram"
