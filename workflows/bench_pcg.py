@@ -49,18 +49,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tol", type=float, default=1e-6, help="CG tolerance (relative preconditioned residual)")
     parser.add_argument("--max-iter", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=3, help="repeats of the pass timing (p2)")
-    parser.add_argument("--n-rows", type=int, default=None, help="only the first rows of kin40k (quick runs)")
+    parser.add_argument("--n-rows", type=int, default=None, help="only the first rows of the data (quick runs)")
+    parser.add_argument("--data", choices=DATA, default="kin40k",
+                        help="kin40k (split 0) or nycflights13 (its 11 numeric columns, a 10 %% random test split)")
+    parser.add_argument("--parts", nargs="+", choices=("p1", "p2", "p3"), default=["p1", "p2", "p3"],
+                        help="which comparisons to run (default all)")
+    parser.add_argument("--cache-fraction", type=float, default=None,
+                        help="the option cache_fraction in every fit (default: the library's, 1/3 of the memory)")
     parser.add_argument("--alphas", type=float, nargs="*", default=[1e-3, 1e-4, 1e-5, 1e-6],
                         help="the penalty grid of (p3); none skips it (default: 1e-3 1e-4 1e-5 1e-6)")
     parser.add_argument("--out", default="results")
 
 
-#: kin40k split 0 with the training rows' standardisation: the start of each fit's subprocess
+#: the data sets: kin40k's fixed test split 0, nycflights13's random 10 % (both the library's loaders)
+DATA = ("kin40k", "nycflights13")
+
+#: the data with the training rows' standardisation: the start of each fit's subprocess
 _DATA = """
 import json, time, numpy as np
 import dxrf, dxrf.datasets
-ds = dxrf.datasets.load("kin40k", split=0, **{load_kw})
+if {cache_fraction!r} is not None:
+    dxrf.set_options(cache_fraction={cache_fraction!r})
+ds = dxrf.datasets.load({data!r}, **{load_kw})
 mu, sd = ds.X_train.mean(0), ds.X_train.std(0)
+sd[sd == 0] = 1.0  # a constant column (a few rows of nycflights13: one month) stays constant
 Xtr, Xte = (ds.X_train - mu) / sd, (ds.X_test - mu) / sd
 ym, ys = ds.y_train.mean(), ds.y_train.std()
 ytr, yte = (ds.y_train - ym) / ys, (ds.y_test - ym) / ys
@@ -91,14 +103,17 @@ def fit(**kw):
 for plan in ("gram", "pcg"):
     model, spent = fit(alphas={alphas}, solver=plan)
     out[plan] = {{"fit_s": spent, "passes": model.n_passes_, "alpha": model.alpha_, "n_iter": model.n_iter_,
+                 "cache": getattr(model, "feature_cache_", None), "n": int(Xtr.shape[0]), "d": int(Xtr.shape[1]),
                  "validation": [float(v) for v in model.validation_errors_],
                  "test_mse": float(np.mean((model.predict(Xte) - yte) ** 2))}}
-each = [fit(alpha=a, solver="pcg") for a in {alphas}]
-best = int(np.argmin([m.validation_errors_[0] for m, _ in each]))
-out["pcg_each"] = {{"fit_s": sum(s for _, s in each), "passes": sum(m.n_passes_ for m, _ in each),
-                   "alpha": each[best][0].alpha_, "n_iter": [m.n_iter_ for m, _ in each],
-                   "validation": [float(m.validation_errors_[0]) for m, _ in each],
-                   "test_mse": float(np.mean((each[best][0].predict(Xte) - yte) ** 2))}}
+if len({alphas}) > 1:
+    each = [fit(alpha=a, solver="pcg") for a in {alphas}]
+    best = int(np.argmin([m.validation_errors_[0] for m, _ in each]))
+    out["pcg_each"] = {{"fit_s": sum(s for _, s in each), "passes": sum(m.n_passes_ for m, _ in each),
+                       "alpha": each[best][0].alpha_, "n_iter": [m.n_iter_ for m, _ in each],
+                       "cache": each[best][0].feature_cache_,
+                       "validation": [float(m.validation_errors_[0]) for m, _ in each],
+                       "test_mse": float(np.mean((each[best][0].predict(Xte) - yte) ** 2))}}
 print(json.dumps(out))
 """
 
@@ -167,7 +182,7 @@ def _pass_timing(args: argparse.Namespace, m: int) -> dict:
     from dxrf.features.nystroem import landmark_kernel
     from dxrf.kernels.landmark_products import kernel_values
 
-    ds = dxrf.datasets.load("kin40k", split=0, **({"n_rows": args.n_rows} if args.n_rows else {}))
+    ds = dxrf.datasets.load(args.data, **_load_kw(args))
     X = (ds.X_train - ds.X_train.mean(0)) / ds.X_train.std(0)
     y = (ds.y_train - ds.y_train.mean()) / ds.y_train.std()
     rng = np.random.default_rng(0)
@@ -200,6 +215,16 @@ def _pass_timing(args: argparse.Namespace, m: int) -> dict:
     return out
 
 
+def _load_kw(args: argparse.Namespace) -> dict:
+    kw = {"split": 0} if args.data == "kin40k" else {}
+    return {**kw, **({"n_rows": args.n_rows} if args.n_rows else {})}
+
+
+def _data_kw(args: argparse.Namespace) -> dict:
+    """The data's fields of the subprocess templates."""
+    return {"data": args.data, "load_kw": repr(_load_kw(args)), "cache_fraction": args.cache_fraction}
+
+
 def _grid_section(args: argparse.Namespace, results: dict) -> str:
     """(p3): the penalty grid by the Gram plan, by CG in shared passes, and by CG one penalty at a time."""
     from ._common import table
@@ -208,33 +233,56 @@ def _grid_section(args: argparse.Namespace, results: dict) -> str:
     results["grid"] = {}
     for m in args.m:
         code = textwrap.dedent(_GRID).format(m=m, sigma=args.sigma, alphas=list(args.alphas), tol=args.tol,
-                                             max_iter=args.max_iter,
-                                             load_kw=repr({"n_rows": args.n_rows} if args.n_rows else {}))
+                                             max_iter=args.max_iter, **_data_kw(args))
         out = results["grid"][str(m)] = _run(code)
         for plan, label in (("gram", "Gram, path from the statistics"), ("pcg", "CG, every penalty in the same passes"),
                             ("pcg_each", "CG, one penalty at a time")):
+            if plan not in out:
+                continue
             r = out[plan]
             print(f"  (p3) M={m} {plan}: {r['fit_s']:.1f} s, {r['passes']} passes, alpha {r['alpha']:g}, "
                   f"test MSE {r['test_mse']:.5f}", flush=True)
-            rows.append([m, label, f"{r['fit_s']:.1f}", r["passes"], f"{r['alpha']:g}",
-                         " / ".join(f"{v:.4f}" for v in r["validation"]), f"{r['test_mse']:.4f}"])
-    md = table(["M", "plan", "fit s", "passes", "chosen alpha", "hold-out MSE per alpha", "test MSE"], rows)
-    return (f"\n\nThe penalty grid {list(args.alphas)} on a 20 % hashed hold-out of the training rows, the chosen "
-            f"penalty refitted on all rows; each line one fresh process (the last: one fit per penalty, summed).\n\n"
-            + md + "\n")
+            cg = f"{r['n_iter']} it., {r['cache']}" if plan != "gram" else "-"
+            rows.append([m, label, f"{r['fit_s']:.1f}", r["passes"], cg, f"{r['alpha']:g}",
+                         " / ".join(f"{v:.5g}" for v in r["validation"]), f"{r['test_mse']:.5g}"])
+        out["time_ratio"] = out["pcg"]["fit_s"] / out["gram"]["fit_s"]
+        out["validation_ratio"] = min(out["pcg"]["validation"]) / min(out["gram"]["validation"])
+        print(f"  (p3) M={m}: CG / Gram time {out['time_ratio']:.2f}, validation MSE {out['validation_ratio']:.4f}",
+              flush=True)
+    md = table(["M", "plan", "fit s", "passes", "CG iterations, kernel values", "chosen alpha",
+                "hold-out MSE per alpha", "test MSE"], rows)
+    n, d = out["gram"]["n"], out["gram"]["d"]
+    return (f"\n\n{args.data}: N = {n} training rows, d = {d}, standardised X and y, gaussian sigma = {args.sigma}, "
+            f"tol = {args.tol}. The penalty grid {list(args.alphas)} on a 20 % hashed hold-out of the training rows, "
+            f"the chosen penalty refitted on all rows; each line one fresh process (one fit per penalty, summed, "
+            f"for the last).\n\n" + md + "\n")
 
 
 def run(args: argparse.Namespace) -> dict:
-    from ._common import report, table
+    from ._common import report
 
-    results: dict = {"sigma": args.sigma, "alpha": args.alpha, "tol": args.tol, "plans": {}, "passes": {}}
-    rows, prows = [], []
+    results: dict = {"data": args.data, "sigma": args.sigma, "alpha": args.alpha, "tol": args.tol,
+                     "cache_fraction": args.cache_fraction, "plans": {}, "passes": {}}
+    md = ""
+    if "p1" in args.parts:
+        md += _plans_section(args, results)
+    if "p2" in args.parts:
+        md += _pass_section(args, results)
+    if "p3" in args.parts and args.alphas:
+        md += _grid_section(args, results)
+    return report(args.out, "bench-pcg", results, md)
+
+
+def _plans_section(args: argparse.Namespace, results: dict) -> str:
+    """(p1): one penalty by each plan."""
+    from ._common import table
+
+    rows = []
     for m in args.m:
         runs = {}
         for solver in ("gram", "pcg"):
             code = textwrap.dedent(_FIT).format(m=m, sigma=args.sigma, alpha=args.alpha, solver=solver, tol=args.tol,
-                                                max_iter=args.max_iter,
-                                                load_kw=repr({"n_rows": args.n_rows} if args.n_rows else {}))
+                                                max_iter=args.max_iter, **_data_kw(args))
             runs[solver] = out = _run(code)
             print(f"  (p1) M={m} {solver}: {out['fit_s']:.1f} s, test MSE {out['test_mse']:.5f}, peak "
                   f"{out['peak'] / 2**20:.0f} MiB (base {out['base'] / 2**20:.0f}), iterations {out['n_iter']}"
@@ -247,6 +295,20 @@ def run(args: argparse.Namespace) -> dict:
         rows.append([m, f"{g['fit_s']:.1f} / {p['fit_s']:.1f}", f"{g['test_mse']:.4f} / {p['test_mse']:.4f}",
                      f"{(g['peak'] - g['base']) / 2**20:.0f} / {(p['peak'] - p['base']) / 2**20:.0f}", p["n_iter"],
                      f"{est['gram_ops']:.2e} / {est['pcg_ops']:.2e} -> {est['plan']}", faster])
+    md = table(["M", "fit s gram / pcg", "test MSE gram / pcg", "peak above base MiB gram / pcg", "CG iterations",
+                "estimate gram / pcg ops -> auto", "measured faster"], rows)
+    return (md + f"\n\n{args.data}, standardised X and y, gaussian sigma = {args.sigma}, alpha = {args.alpha}, "
+            f"tol = {args.tol}; uniform landmarks, Cholesky whitening; each fit in a fresh process on NumPy input; "
+            f"the CG's kernel values by the feature cache's \"auto\": "
+            f"{', '.join(sorted({str(r['pcg']['cache']) for r in results['plans'].values()}))}.\n\n")
+
+
+def _pass_section(args: argparse.Namespace, results: dict) -> str:
+    """(p2): one CG iteration, recomputed and cached, against its NumPy bounds."""
+    from ._common import table
+
+    prows = []
+    for m in args.m:
         pt = results["passes"][str(m)] = _pass_timing(args, m)
         for key, bound in (("recomputed", "kernel values and K^T (K v), blocked float32 loop"),
                            ("cached", "K^T (K v) on the float32 K in memory")):
@@ -255,16 +317,7 @@ def run(args: argparse.Namespace) -> dict:
                   f"(bound / pass = {r['ratio_bound_over_pass']:.2f})", flush=True)
             prows.append([pt["n"], m, pt["d"], key, f"{r['pass_s']:.3f}", bound, f"{r['bound_s']:.3f}",
                           f"{r['ratio_bound_over_pass']:.2f}"])
-    md = table(["M", "fit s gram / pcg", "test MSE gram / pcg", "peak above base MiB gram / pcg", "CG iterations",
-                "estimate gram / pcg ops -> auto", "measured faster"], rows)
-    md += (f"\n\nkin40k split 0, standardised X and y, gaussian sigma = {args.sigma}, alpha = {args.alpha}, "
-           f"tol = {args.tol}; uniform landmarks, Cholesky whitening; each fit in a fresh process on NumPy input; "
-           f"the CG's kernel values by the feature cache's \"auto\": "
-           f"{', '.join(sorted({str(r['pcg']['cache']) for r in results['plans'].values()}))}.\n\n")
-    md += table(["N", "M", "d", "kernel values", "CG pass s (engine)", "NumPy bound", "bound s", "bound / pass"], prows)
-    md += ("\n\nOne CG iteration (an engine pass of K^T (K v) on NumPy input, the local thread pool, float32 kernel "
-           "values, one output, plus the client's triangular solves), with the kernel values recomputed in every pass "
-           "and kept by the feature cache, against its NumPy bound; median of repeats.\n")
-    if args.alphas:
-        md += _grid_section(args, results)
-    return report(args.out, "bench-pcg", results, md)
+    md = table(["N", "M", "d", "kernel values", "CG pass s (engine)", "NumPy bound", "bound s", "bound / pass"], prows)
+    return md + ("\n\nOne CG iteration (an engine pass of K^T (K v) on NumPy input, the local thread pool, float32 "
+                 "kernel values, one output, plus the client's triangular solves), with the kernel values recomputed "
+                 "in every pass and kept by the feature cache, against its NumPy bound; median of repeats.\n")
