@@ -18,10 +18,12 @@ import scipy.linalg
 from sklearn.exceptions import ConvergenceWarning
 
 from dxrf.core.options import resolve_options
+from dxrf.core.validation import is_dask
+from dxrf.engine.cache import plan_cache
 from dxrf.features.nystroem import NystroemFeatures
 from dxrf.learners._base import check_validation
 from dxrf.solvers.landmark_solve import landmark_values
-from dxrf.solvers.pcg import PLANS, pcg_ridge, plan_estimate
+from dxrf.solvers.pcg import PLANS, pcg_iterations, pcg_ridge, plan_estimate
 from dxrf.stats.feature_stats import is_upper_triangular
 
 __all__ = ["PCGPlanMixin", "n_landmarks"]
@@ -59,8 +61,15 @@ class PCGPlanMixin:
             return False
         if solver == "pcg" and not (np.isfinite(self.tol) and self.tol > 0):
             raise ValueError(f"tol must be a positive number for solver='pcg', got {self.tol!r}")
-        self.plan_estimate_ = plan_estimate(int(X.shape[0]), m, int(X.shape[1]), k, n_alphas=1 if grid is None else len(grid),
-                                            held_out=validation is not None)
+        # whether the CG's kernel values would be kept by the feature cache (as pcg_ridge will decide)
+        options = resolve_options(cache_features=getattr(self, "cache_features", None))
+        itemsize = np.dtype(getattr(features, "dtype", None) or np.float64).itemsize
+        cache = plan_cache(options.cache_features, int(X.shape[0]), m, itemsize, dask_input=is_dask(X),
+                           fraction=options.cache_fraction)
+        iterations = pcg_iterations(self.tol, self.max_iter) if np.isfinite(self.tol) and self.tol > 0 else None
+        self.plan_estimate_ = plan_estimate(int(X.shape[0]), m, int(X.shape[1]), k, iterations,
+                                            n_alphas=1 if grid is None else len(grid), held_out=validation is not None,
+                                            cached=cache.cached)
         use = solver == "pcg" or (solver == "auto" and self.plan_estimate_["plan"] == "pcg")
         self.solver_ = "pcg" if use else "gram"
         return use

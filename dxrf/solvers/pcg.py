@@ -400,17 +400,28 @@ def _tiled(v: LandmarkProducts, times: int) -> LandmarkProducts:
 
 # -- the plan: Gram or conjugate gradient -------------------------------------------------------
 
-#: CG iterations the plan assumes (Falkon's 10-30; measured 15-40 at tol 1e-8 on kin40k-like data)
-PCG_ITERATIONS = 20
+#: CG iterations per decade of the tolerance the plan assumes: measured 34, 82, 107 and 170
+#: iterations at tol 1e-3, 1e-4, 1e-6 and 1e-8 (MNIST, M = 4000, alpha = 1e-8) and 58 at 1e-6
+#: (kin40k, M = 2000, alpha = 1e-5); t = 18 log10(1 / tol), at least 10
+ITERATIONS_PER_DECADE = 18
 #: the cost of one kernel value in a CG pass, in multiply-adds of the Gram's syrk: the exponential
 #: (about 1-2 ns in NumPy) and two reads of the sub-block for K V and K^T (K V), against ~0.03 ns
-#: per multiply-add of a BLAS syrk on this class of machine
+#: per multiply-add of a BLAS syrk on this class of machine (measured: 2.4 ns per value, kin40k)
 ENTRY_COST = 100
+#: the same for a kernel value kept by the feature cache: two float32 reads from memory
+#: (measured: 0.55 ns per value, kin40k at M = 2000)
+CACHED_ENTRY_COST = 18
 PLANS = ("auto", "gram", "pcg")
 
 
+def pcg_iterations(tol: float, max_iter: int | None = None) -> int:
+    """The iterations the plan assumes at ``tol``: :data:`ITERATIONS_PER_DECADE` per decade, 10 to ``max_iter``."""
+    t = max(10, int(round(ITERATIONS_PER_DECADE * np.log10(1.0 / float(tol)))))
+    return t if max_iter is None else min(t, int(max_iter))
+
+
 def plan_estimate(n: int, m: int, d: int, k: int = 1, iterations: int | None = None, *, n_alphas: int = 1,
-                  held_out: bool = False) -> dict:
+                  held_out: bool = False, tol: float = 1e-8, cached: bool = False) -> dict:
     """The cost model of the two Nyström plans, in multiply-add equivalents, and the cheaper one.
 
     Gram plan: one pass of ``N M d`` (kernel values) plus ``N M^2 / 2`` (syrk),
@@ -418,21 +429,28 @@ def plan_estimate(n: int, m: int, d: int, k: int = 1, iterations: int | None = N
     each worker holds ``M x M`` float64 sums (twice: compensated). CG plan: a
     first pass and ``t`` iteration passes, each ``N M (d + ENTRY_COST + 2 w)``
     for ``w`` columns (``k`` outputs times ``n_alphas`` penalties, twice with a
-    validation split: the training rows' fit and the refit on all rows), plus
-    ``(2 + n_alphas) M^3 / 3`` (the preconditioner's factors and ``T T^T``);
-    workers hold ``M (w + 2)`` floats per partial. ``t`` is ``iterations``
-    (default :data:`PCG_ITERATIONS`). The plan is the one with fewer operations.
+    validation split: the training rows' fit and the refit on all rows); with
+    the kernel values ``cached``, the first pass computes them and each iteration
+    costs ``N M (CACHED_ENTRY_COST + 2 w)``. Plus ``(2 + n_alphas) M^3 / 3``
+    (the preconditioner's factors and ``T T^T``); workers hold ``M (w + 2)``
+    floats per partial. ``t`` is ``iterations``, by default
+    :func:`pcg_iterations` of ``tol``. The plan is the one with fewer operations.
     """
     n, m, d, k, a = int(n), int(m), int(d), int(k), int(n_alphas)
-    iterations = PCG_ITERATIONS if iterations is None else int(iterations)
+    iterations = pcg_iterations(tol) if iterations is None else int(iterations)
     width = k * a * (2 if held_out else 1)
     gram = n * m * d + n * m * m / 2 + a * m**3 / 3
-    pcg = (iterations + 1) * n * m * (d + ENTRY_COST + 2 * width) + (2 + a) * m**3 / 3
+    if cached:
+        passes = n * m * (d + ENTRY_COST + 2 * width) + iterations * n * m * (CACHED_ENTRY_COST + 2 * width)
+    else:
+        passes = (iterations + 1) * n * m * (d + ENTRY_COST + 2 * width)
+    pcg = passes + (2 + a) * m**3 / 3
     return {
         "plan": "pcg" if pcg < gram else "gram",
         "gram_ops": float(gram),
         "pcg_ops": float(pcg),
         "iterations": int(iterations),
+        "cached": bool(cached),
         "gram_worker_bytes": float(16 * m * m),
         "pcg_worker_bytes": float(8 * m * (width + 2) * 2 * (2 if held_out else 1)),
     }

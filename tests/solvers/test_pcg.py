@@ -8,6 +8,7 @@ import pytest
 import zarr
 from distributed import Client
 
+import dxrf
 import dxrf.solvers.pcg as pcg_module
 from dxrf import NystroemFeatures, RandomFeatureClassifier, RandomFeatureRidge, RandomFourierFeatures
 from dxrf.features.nystroem import landmark_gram, landmark_kernel
@@ -230,25 +231,37 @@ def test_an_unconverged_solve_warns(problem):
 
 
 def test_auto_follows_its_estimate(problem, monkeypatch):
-    assert plan_estimate(10**6, 20000, 8)["plan"] == "pcg"
-    assert plan_estimate(40000, 1000, 8)["plan"] == "gram"
-    assert plan_estimate(40000, 20000, 8)["plan"] == "pcg"
+    from dxrf.solvers.pcg import pcg_iterations
+
+    # iterations by the tolerance: 18 a decade, at least 10, at most max_iter
+    assert (pcg_iterations(1e-6), pcg_iterations(1e-1), pcg_iterations(0.5), pcg_iterations(1e-8, 100)) == (108, 18, 10, 100)
+    # large N: the CG wins when its kernel values are kept, or at a loose tolerance; not at 1e-8 recomputing them
+    assert plan_estimate(10**6, 20000, 8, cached=True)["plan"] == "pcg"
+    assert plan_estimate(10**6, 20000, 8, tol=1e-3)["plan"] == "pcg"
+    assert plan_estimate(10**6, 20000, 8, tol=1e-8)["plan"] == "gram"
+    assert plan_estimate(40000, 1000, 8, cached=True)["plan"] == "gram"
     X, Y, _, L, _ = problem
     model = RandomFeatureRidge(NystroemFeatures(landmarks=L, bandwidth=SIGMA), alpha=ALPHA).fit(X, Y)
     assert model.solver_ == model.plan_estimate_["plan"] == "gram"
+    assert model.plan_estimate_["cached"] and model.plan_estimate_["iterations"] == 100  # max_iter caps 144
     # kernel values made free: the same problem's estimate now favours the conjugate gradient
-    monkeypatch.setattr(pcg_module, "ENTRY_COST", -4)
-    monkeypatch.setattr(pcg_module, "PCG_ITERATIONS", 1)
-    assert plan_estimate(X.shape[0], L.shape[0], X.shape[1], 2, iterations=1)["plan"] == "pcg"
+    monkeypatch.setattr(pcg_module, "ENTRY_COST", -1000)
+    monkeypatch.setattr(pcg_module, "CACHED_ENTRY_COST", -1000)
+    assert plan_estimate(X.shape[0], L.shape[0], X.shape[1], 2, cached=True)["plan"] == "pcg"
     model = RandomFeatureRidge(NystroemFeatures(landmarks=L, bandwidth=SIGMA), alpha=ALPHA).fit(X, Y)
-    assert model.solver_ == model.plan_estimate_["plan"] == "pcg"
+    assert model.solver_ == model.plan_estimate_["plan"] == "pcg" and model.feature_cache_ == "cached"
     # a grid with its validation split follows the estimate too (it counts the wider passes); other features: the Gram
     grid = RandomFeatureRidge(NystroemFeatures(landmarks=L, bandwidth=SIGMA), alphas=[1e-3, 1e-2]).fit(X, Y)
     assert grid.solver_ == "pcg" and grid.validation_errors_.shape == (2,)
     monkeypatch.undo()
     grid = RandomFeatureRidge(NystroemFeatures(landmarks=L, bandwidth=SIGMA), alphas=[1e-3, 1e-2]).fit(X, Y)
     assert grid.solver_ == "gram"
-    assert plan_estimate(10**6, 20000, 8, n_alphas=8, held_out=True)["pcg_ops"] > plan_estimate(10**6, 20000, 8)["pcg_ops"]
+    wide = plan_estimate(10**6, 20000, 8, n_alphas=8, held_out=True)["pcg_ops"]
+    assert wide > plan_estimate(10**6, 20000, 8)["pcg_ops"]
+    # the estimate knows when the cache declines: with no budget the kernel values are recomputed
+    with dxrf.options(cache_fraction=1e-12):
+        model = RandomFeatureRidge(NystroemFeatures(landmarks=L, bandwidth=SIGMA), alpha=ALPHA, solver="pcg").fit(X, Y)
+    assert not model.plan_estimate_["cached"] and model.feature_cache_ == "recomputed"
     assert RandomFeatureRidge(RandomFourierFeatures(20, random_state=0)).fit(X, Y).solver_ == "gram"
 
 
