@@ -33,7 +33,8 @@ def cholesky_lower(A: np.ndarray, *, block: int = BLOCK) -> tuple[np.ndarray, in
     ----------
     A : ndarray of shape (M, M), float64, column-major (Fortran order)
         Its lower triangle is read and overwritten by ``L``; its strict upper
-        triangle is work space (LAPACK's ``clean=0``: use the lower triangle only).
+        triangle is neither read nor written (as LAPACK's ``clean=0``), so it
+        can hold another triangular matrix (the CG preconditioner's factors).
     block : int
         Columns per block.
 
@@ -54,16 +55,23 @@ def cholesky_lower(A: np.ndarray, *, block: int = BLOCK) -> tuple[np.ndarray, in
         with blas_limit(1):
             _, info = dpotrf(A, lower=1, clean=0, overwrite_a=1)
         return A, int(info)
+    lower = np.tri(block, dtype=bool)
     for j0 in range(0, m, block):
         j1 = min(j0 + block, m)
+        b = j1 - j0
         if j0:
-            # the block column less the products of the rows' finished factor columns (one gemm)
-            A[j0:, j0:j1] -= A[j0:, :j0] @ A[j0:j1, :j0].T
+            # the block column less the products of the rows' finished factor columns (one gemm);
+            # the diagonal block is updated in a copy so that its upper triangle stays as it was
+            update = A[j0:, :j0] @ A[j0:j1, :j0].T
+            A[j1:, j0:j1] -= update[b:]
+            D = np.asfortranarray(A[j0:j1, j0:j1] - update[:b])
+        else:
+            D = np.array(A[j0:j1, j0:j1], order="F")
         with blas_limit(1):
-            diag, info = dpotrf(A[j0:j1, j0:j1], lower=1, clean=0)
+            diag, info = dpotrf(D, lower=1, clean=0, overwrite_a=1)
         if info:
             return A, j0 + int(info)
-        A[j0:j1, j0:j1] = diag
+        np.copyto(A[j0:j1, j0:j1], diag, where=lower[:b, :b])
         if j1 < m:
             with blas_limit(1):  # the panel below: X L_jj^T = B
                 A[j1:, j0:j1] = dtrsm(1.0, diag, A[j1:, j0:j1], side=1, lower=1, trans_a=1)

@@ -23,7 +23,8 @@ factorisation) and ``A`` that of ``T T^T / M + alpha I``,
 so ``B = T^{-1} A^{-1}`` makes ``B^T P B = I``. CG runs on
 ``B^T (C + alpha K) B u = B^T c`` and ``beta = B u``: four triangular solves
 per iteration on the client (``M^2`` each) beside the pass. ``K v`` is
-``T^T (T v) - delta v``, exact, so ``K`` itself is not kept. The intercept is
+``T^T (T v) - delta v``, exact, so ``K`` itself is not kept, and ``T`` and ``A``
+share one ``M x M`` array (:mod:`dxrf.solvers.falkon`). The intercept is
 ``ybar - kbar^T beta``. Each column of ``Y`` (one-hot classes) is its own CG,
 all in the same passes; a column stops when its preconditioned residual is
 below ``tol`` times its first.
@@ -34,11 +35,6 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-import scipy.linalg
-import scipy.linalg.lapack
-
-from dxrf.core.blas import blas_limit
-from dxrf.core.cholesky import cholesky
 from dxrf.core.options import Options, resolve_options
 from dxrf.core.validation import is_dask
 from dxrf.engine import Pass, check_block, run_pass, ship
@@ -47,6 +43,7 @@ from dxrf.engine.split import block_groups
 from dxrf.kernels.kernel import FeatureKernel
 from dxrf.kernels.landmark_products import SUB_ROWS, LandmarkProducts, kernel_values, split_products
 from dxrf.features.nystroem import landmark_gram, landmark_kind
+from dxrf.solvers.falkon import falkon_factors, falkon_preconditioner
 
 __all__ = ["PCGResult", "pcg_ridge", "falkon_preconditioner", "falkon_factors", "check_distinct_landmarks", "products_pass"]
 
@@ -82,59 +79,6 @@ def check_distinct_landmarks(kernel: FeatureKernel) -> None:
             f"the landmarks have duplicate rows ({L.shape[0] - np.unique(L, axis=0).shape[0]} repeated): "
             "solver='pcg' needs distinct landmarks (K_LL positive definite)"
         )
-
-
-def _cholesky_lower(A: np.ndarray, what: str) -> np.ndarray:
-    """The clean lower factor of a column-major ``A``, in its memory (its lower triangle is read)."""
-    # blocked on gemm, every BLAS thread: OpenBLAS's threaded potrf (through syrk) crashes at
-    # M >= ~16 000 here (DESIGN.md); the same bits on any number of threads
-    try:
-        return cholesky(A, lower=True, overwrite_a=True)
-    except np.linalg.LinAlgError:
-        raise ValueError(f"{what} is not positive definite (nearly duplicate landmarks or a very large bandwidth)") from None
-
-
-def falkon_preconditioner(K: np.ndarray, alpha: float, identity: bool = False) -> tuple[np.ndarray, np.ndarray, float]:
-    """``(T, A, delta)``: upper Cholesky factors of ``K + delta I`` and ``T T^T / M + alpha I``.
-
-    ``identity=True`` gives ``A = I`` and ``T = I`` scaled so CG is plain
-    (unpreconditioned) CG, for comparison.
-    """
-    T, factors, delta = falkon_factors(K, [alpha], identity)
-    return T, factors[0], delta
-
-
-def falkon_factors(K: np.ndarray, alphas: object, identity: bool = False,
-                   overwrite_k: bool = False) -> tuple[np.ndarray, list[np.ndarray], float]:
-    """``(T, [A_j], delta)``: :func:`falkon_preconditioner` for several penalties, ``T`` and ``T T^T`` once.
-
-    Each further penalty costs one Cholesky factorisation (``M^3 / 3``).
-    ``overwrite_k``: a row-major ``K`` (as :func:`landmark_gram` makes it) holds
-    ``T``, so the factors take two ``M x M`` arrays, plus one per further penalty.
-    """
-    m = K.shape[0]
-    alphas = [float(a) for a in alphas]
-    if identity:
-        return np.eye(m), [np.eye(m) for _ in alphas], 0.0
-    delta = m * float(np.finfo(np.float64).eps) * max(1.0, float(np.max(np.diag(K))))
-    # K is symmetric: its transpose, column-major when K is row-major, is factored in place
-    in_place = overwrite_k and K.dtype == np.float64 and K.flags.c_contiguous
-    work = K.T if in_place else np.array(K, dtype=np.float64, order="F")
-    work.flat[:: m + 1] += delta
-    L = _cholesky_lower(work, "the landmarks' kernel matrix")  # K + delta I = L L^T, T = L^T
-    # T T^T = L^T L by LAPACK's lauum of the lower factor (M^3 / 3 flops, a third of a gemm's 2 M^3)
-    # into a copy, on one BLAS thread: it calls syrk, whose threaded OpenBLAS crashes at large M
-    with blas_limit(1):
-        TT, info = scipy.linalg.lapack.dlauum(L, lower=1)
-    if info != 0:  # an argument error: cannot happen for a square float64 matrix
-        raise ValueError(f"LAPACK dlauum failed (info={info})")
-    TT /= m  # its lower triangle is set (the upper one holds L's zeros)
-    factors = []
-    for i, alpha in enumerate(alphas):
-        work = TT if i == len(alphas) - 1 else TT.copy(order="F")  # the last penalty factors TT itself
-        work.flat[:: m + 1] += alpha + delta
-        factors.append(_cholesky_lower(work, "the preconditioner's matrix").T)
-    return L.T, factors, delta
 
 
 # -- the pass ----------------------------------------------------------------------------------
@@ -269,10 +213,9 @@ def pcg_ridge(
     check_distinct_landmarks(kernel)
     opts = resolve_options(options)
     m = kernel.n_base
-    K = landmark_gram(kernel.W, landmark_kind(kernel), kernel.bandwidth)
-    T, factors, delta = falkon_factors(K, alphas, identity=not precondition, overwrite_k=precondition)
-    if precondition:
-        del K
+    # one M x M array: K's own (row-major K is factored in place); plain CG keeps K for K v
+    factors = falkon_factors(landmark_gram(kernel.W, landmark_kind(kernel), kernel.bandwidth), alphas,
+                             identity=not precondition, overwrite_k=precondition)
     split, mask = _split_spec(validation, validation_seed)
     # kernel values kept for every pass when they fit the cache's budget (one computation instead of 1 + n_iter)
     plan = plan_cache(opts.cache_features, int(X.shape[0]), m, np.dtype(kernel.dtype).itemsize,
@@ -311,23 +254,18 @@ def pcg_ridge(
         kbar_col = np.stack([groups[g][1] for g in col_group], axis=1)  # (M, n_col)
         c = np.concatenate([np.tile(g[3], n_alpha) for g in groups], axis=1)
 
-        def K_times(v: np.ndarray) -> np.ndarray:
-            return K @ v if not precondition else T.T @ (T @ v) - delta * v
-
-        def per_alpha(U: np.ndarray, which: np.ndarray, solve) -> np.ndarray:
+        def per_alpha(U: np.ndarray, which: np.ndarray, trans: bool) -> np.ndarray:
             out = np.empty_like(U)
             for j in np.unique(which):
                 cols = which == j
-                out[:, cols] = solve(factors[j], U[:, cols])
+                out[:, cols] = factors.solve_A(int(j), U[:, cols], trans=trans)
             return out
 
         def B(U: np.ndarray, which: np.ndarray) -> np.ndarray:  # T^{-1} A_j^{-1} u per column
-            inner = per_alpha(U, which, lambda A, u: scipy.linalg.solve_triangular(A, u, check_finite=False))
-            return scipy.linalg.solve_triangular(T, inner, check_finite=False)
+            return factors.solve_T(per_alpha(U, which, trans=False))
 
         def Bt(V: np.ndarray, which: np.ndarray) -> np.ndarray:  # A_j^{-T} T^{-T} v per column
-            inner = scipy.linalg.solve_triangular(T, V, trans="T", check_finite=False)
-            return per_alpha(inner, which, lambda A, u: scipy.linalg.solve_triangular(A, u, trans="T", check_finite=False))
+            return per_alpha(factors.solve_T(V, trans=True), which, trans=True)
 
         def H(P: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             """``(C + alpha K) P`` in the preconditioned basis, one pass; also the scored rows' ``sum w k k^T B P``.
@@ -343,7 +281,7 @@ def pcg_ridge(
             prod = np.where(on_all, every, train) / S_col[idx]
             kb = kbar_col[:, idx]
             prod -= kb * np.einsum("ij,ij->j", kb, V)
-            prod += alphas[col_alpha[idx]] * K_times(V)
+            prod += alphas[col_alpha[idx]] * factors.K_times(V)
             return Bt(prod, col_alpha[idx]), np.where(on_all, every, parts[-1].kkv)
 
         u = np.zeros((m, n_col))

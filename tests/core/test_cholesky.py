@@ -73,6 +73,20 @@ def test_only_the_named_triangle_is_read_as_in_scipy(monkeypatch):
     np.testing.assert_allclose(got, scipy.linalg.cholesky(K), rtol=0, atol=1e-12 * np.abs(K).max())
 
 
+@pytest.mark.parametrize("m, block", [(100, 64), (700, 64)])
+def test_the_strict_upper_triangle_is_left_as_it_was(m, block):
+    # the CG preconditioner keeps one factor's transpose there while the other is factored below
+    K = _spd(m, 7)
+    A = np.array(K, order="F")
+    marker = np.random.default_rng(8).standard_normal((m, m))
+    upper = np.triu_indices(m, 1)
+    A[upper] = marker[upper]
+    L, info = cholesky_lower(A, block=block)
+    assert info == 0 and L is A
+    assert np.array_equal(A[upper], marker[upper])
+    np.testing.assert_allclose(np.tril(A), scipy.linalg.cholesky(K, lower=True), rtol=0, atol=1e-12 * np.abs(K).max())
+
+
 def test_bad_input_is_refused():
     with pytest.raises(ValueError, match="column-major"):
         cholesky_lower(np.ones((3, 3)))  # row-major
