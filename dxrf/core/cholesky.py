@@ -14,12 +14,12 @@ of BLAS threads (tested).
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg.blas import dtrsm
-from scipy.linalg.lapack import dpotrf, dpotrs
+from scipy.linalg.blas import dtrmm, dtrsm
+from scipy.linalg.lapack import dlauum, dpotrf, dpotrs
 
 from dxrf.core.blas import blas_limit
 
-__all__ = ["BLOCK", "cholesky_lower", "cholesky", "cholesky_solve"]
+__all__ = ["BLOCK", "cholesky_lower", "cholesky", "cholesky_solve", "lauum_lower"]
 
 #: columns per block: the products' inner size. At M = 8000 on two cores 256 and 512 measured
 #: alike; below a few blocks LAPACK's own one-thread ``potrf`` is as fast
@@ -123,3 +123,61 @@ def cholesky_solve(A: np.ndarray, B: np.ndarray) -> np.ndarray | None:
     with blas_limit(1):
         X, info = dpotrs(factor, B, lower=1)
     return X if info == 0 else None
+
+
+def lauum_lower(A: np.ndarray, *, block: int = BLOCK) -> np.ndarray:
+    """``L^T L`` in place of the lower triangular ``L`` in ``A``'s lower triangle, as LAPACK's ``dlauum(lower=1)``.
+
+    The same blocked, in-place order as LAPACK's: block row ``i`` of the
+    result needs only rows ``i`` and below of ``L``, so the rows are
+    finished top to bottom. Its ``M^3 / 3`` multiply-adds are ``gemm`` calls
+    on every BLAS thread (LAPACK's own ``lauum`` calls ``syrk``, unsafe
+    threaded at large M, so it ran on one thread); the diagonal blocks
+    (LAPACK's ``lauum``) and the ``trmm`` of each block row run on one thread.
+    Unlike the factorisation's, these products sum over rows (``L^T B``), and
+    OpenBLAS may split a small one differently on two threads: the last bits
+    can depend on the thread count (the preconditioner's quality does not).
+
+    Parameters
+    ----------
+    A : ndarray of shape (M, M), float64, column-major
+        Its lower triangle is read and overwritten; its strict upper triangle
+        is neither read nor written.
+    block : int
+        Rows per block.
+
+    Returns
+    -------
+    ndarray
+        ``A`` itself.
+    """
+    if A.ndim != 2 or A.shape[0] != A.shape[1] or A.dtype != np.float64 or not A.flags.f_contiguous:
+        raise ValueError(f"A must be a square float64 column-major array, got shape {A.shape}, dtype {A.dtype}")
+    if block < 1:
+        raise ValueError(f"block must be a positive number of rows, got {block}")
+    m = A.shape[0]
+    if m <= 2 * block:
+        with blas_limit(1):
+            _, info = dlauum(A, lower=1, overwrite_c=1)
+        if info:
+            raise ValueError(f"LAPACK dlauum failed (info={info})")
+        return A
+    lower = np.tri(block, dtype=bool)
+    for i0 in range(0, m, block):
+        i1 = min(i0 + block, m)
+        b = i1 - i0
+        D = np.array(A[i0:i1, i0:i1], order="F")  # L_ii (its lower triangle), kept until the row is done
+        below = A[i1:, i0:i1]
+        if i0:
+            with blas_limit(1):  # row block i of L^T L left of the diagonal: L_ii^T L_i,:i + L_:i,i^T L_>i,:i
+                A[i0:i1, :i0] = dtrmm(1.0, D, A[i0:i1, :i0], lower=1, trans_a=1)
+            if i1 < m:
+                A[i0:i1, :i0] += below.T @ A[i1:, :i0]
+        with blas_limit(1):
+            diag, info = dlauum(D, lower=1, overwrite_c=1)  # L_ii^T L_ii
+        if info:
+            raise ValueError(f"LAPACK dlauum failed (info={info})")
+        if i1 < m:
+            diag += below.T @ np.array(below, order="F")  # a copy: NumPy would call syrk for below.T @ below
+        np.copyto(A[i0:i1, i0:i1], diag, where=lower[:b, :b])
+    return A

@@ -13,19 +13,17 @@ triangle ``A``'s transpose (of the last penalty), and the two diagonals are
 kept apart and swapped in before each triangular operation (``O(M)``). The
 steps all work in place: ``K`` is factored (the blocked Cholesky reads and
 writes only the lower triangle), its factor copied to the upper triangle,
-LAPACK's ``lauum`` turns the lower factor ``L = T^T`` into ``L^T L = T T^T``,
-and that is factored again. Each further penalty of a grid adds one array.
+the blocked ``lauum`` (:func:`~dxrf.core.cholesky.lauum_lower`) turns the
+lower factor ``L = T^T`` into ``L^T L = T T^T``, and that is factored again. Each further penalty of a grid adds one array.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import scipy.linalg
-import scipy.linalg.lapack
 from scipy.linalg.blas import dtrmm
 
-from dxrf.core.blas import blas_limit
-from dxrf.core.cholesky import BLOCK, cholesky_lower
+from dxrf.core.cholesky import BLOCK, cholesky_lower, lauum_lower
 
 __all__ = ["FalkonFactors", "falkon_factors", "falkon_preconditioner"]
 
@@ -94,14 +92,7 @@ class FalkonFactors:
         _factor_lower(W, "the landmarks' kernel matrix")  # K + delta I = L L^T, T = L^T
         self.diag_T = W.diagonal().copy()
         _mirror_lower_to_upper(W)  # T's strict upper triangle, kept while the lower one is reused
-        # T T^T = L^T L in place by LAPACK's lauum (M^3 / 3 flops), on one BLAS thread: it calls
-        # syrk, whose threaded OpenBLAS crashes at large M; it reads and writes the lower triangle
-        with blas_limit(1):
-            out, info = scipy.linalg.lapack.dlauum(W, lower=1, overwrite_c=1)
-        if info != 0:  # an argument error: cannot happen for a square float64 matrix
-            raise ValueError(f"LAPACK dlauum failed (info={info})")
-        if not np.shares_memory(out, W):
-            W[...] = out  # a wrapper that copied (it does not for a column-major float64 array)
+        lauum_lower(W)  # T T^T = L^T L in place (M^3 / 3 flops on gemm), read and written in the lower triangle
         _scale_lower(W, 1.0 / m)
         for alpha in self.alphas[:-1]:
             A = W.copy(order="F")

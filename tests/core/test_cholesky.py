@@ -7,7 +7,7 @@ import pytest
 import scipy.linalg
 from threadpoolctl import threadpool_limits
 
-from dxrf.core.cholesky import cholesky, cholesky_lower
+from dxrf.core.cholesky import cholesky, cholesky_lower, lauum_lower
 
 
 def _spd(m: int, seed: int = 0) -> np.ndarray:
@@ -87,6 +87,21 @@ def test_the_strict_upper_triangle_is_left_as_it_was(m, block):
     np.testing.assert_allclose(np.tril(A), scipy.linalg.cholesky(K, lower=True), rtol=0, atol=1e-12 * np.abs(K).max())
 
 
+@pytest.mark.parametrize("m, block", [(700, 64), (701, 100), (300, 512)])
+def test_blocked_lauum_equals_lapack_and_keeps_the_upper_triangle(m, block):
+    L = np.asfortranarray(np.tril(scipy.linalg.cholesky(_spd(m, 9), lower=True)))
+    A = L.copy(order="F")
+    marker = np.random.default_rng(10).standard_normal((m, m))
+    upper = np.triu_indices(m, 1)
+    A[upper] = marker[upper]
+    assert lauum_lower(A, block=block) is A
+    ref, info = scipy.linalg.lapack.dlauum(L.copy(order="F"), lower=1)
+    assert info == 0
+    np.testing.assert_allclose(np.tril(A), np.tril(ref), rtol=0, atol=1e-12 * np.abs(ref).max())
+    np.testing.assert_allclose(np.tril(A), np.tril(L.T @ L), rtol=0, atol=1e-12 * np.abs(ref).max())
+    assert np.array_equal(A[upper], marker[upper])
+
+
 def test_bad_input_is_refused():
     with pytest.raises(ValueError, match="column-major"):
         cholesky_lower(np.ones((3, 3)))  # row-major
@@ -94,6 +109,10 @@ def test_bad_input_is_refused():
         cholesky(np.ones((3, 2)))
     with pytest.raises(ValueError, match="block"):
         cholesky_lower(np.asfortranarray(np.eye(3)), block=0)
+    with pytest.raises(ValueError, match="column-major"):
+        lauum_lower(np.ones((3, 3)))
+    with pytest.raises(ValueError, match="block"):
+        lauum_lower(np.asfortranarray(np.eye(3)), block=0)
 
 
 def test_cholesky_solve_equals_a_dense_solve_and_declines_indefinite_matrices():

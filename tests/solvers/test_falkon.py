@@ -6,8 +6,6 @@ import numpy as np
 import pytest
 import scipy.linalg
 
-import dxrf.core.cholesky as cholesky_module
-import dxrf.solvers.falkon as falkon_module
 from dxrf.features.nystroem import landmark_gram
 from dxrf.solvers.falkon import falkon_factors
 
@@ -25,16 +23,10 @@ def _dense(K: np.ndarray, alpha: float, delta: float) -> tuple[np.ndarray, np.nd
     return T, A
 
 
-@pytest.fixture(params=[64, 512], ids=["blocked", "one-block"])
-def block(request, monkeypatch):
-    # 64: several blocks of the Cholesky, the mirror and the scaling; 512: LAPACK's potrf at once
-    monkeypatch.setattr(cholesky_module, "BLOCK", request.param)
-    monkeypatch.setattr(falkon_module, "BLOCK", request.param)
-    return request.param
-
-
-def test_one_array_holds_both_factors_and_every_operation_matches_dense(block):
-    m, alphas = 300, [1e-2, 1e-4, 1e-6]
+@pytest.mark.parametrize("m", [300, 1100], ids=["one-block", "blocked"])
+def test_one_array_holds_both_factors_and_every_operation_matches_dense(m):
+    # 1100 > 2 blocks of 512: the blocked Cholesky and lauum, and several bands of the mirror
+    alphas = [1e-2, 1e-4, 1e-6]
     K = _gram(m)
     f = falkon_factors(K.copy(), alphas, overwrite_k=True)
     # one M x M array for the last penalty, one more per further penalty
@@ -58,7 +50,7 @@ def test_one_array_holds_both_factors_and_every_operation_matches_dense(block):
     np.testing.assert_allclose(f.K_times(V), K @ V, rtol=0, atol=1e-12 * m)
 
 
-def test_a_row_major_gram_is_factored_in_its_own_memory(block):
+def test_a_row_major_gram_is_factored_in_its_own_memory():
     K = _gram(200, 2)
     f = falkon_factors(K, [1e-3], overwrite_k=True)
     assert np.shares_memory(f.W, K) and len(f.extra) == 0
