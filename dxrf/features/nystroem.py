@@ -46,7 +46,8 @@ def landmark_kind(kernel: FeatureKernel) -> str:
 
 
 def landmark_kernel(
-    W: np.ndarray, kernel: str, bandwidth: float | np.ndarray, *, whiten: bool = True, whitening: str = "eigh"
+    W: np.ndarray, kernel: str, bandwidth: float | np.ndarray, *, whiten: bool = True, whitening: str = "eigh",
+    whitening_matrix: np.ndarray | None = None,
 ) -> FeatureKernel:
     """The Nyström kernel of the landmarks ``W[:, j]`` (stored in the features' dtype).
 
@@ -59,8 +60,12 @@ def landmark_kernel(
     for ``W``'s dtype, or the triangular ``R^{-1}``); ``whiten=False``: the
     kernel values ``k(x, L)`` themselves, whose statistics any prefix of
     the landmarks can be whitened from (the model search).
+    ``whitening_matrix``: that ``T`` already computed (M x M float64).
     """
-    whitening = whitening_of(landmark_gram(W, kernel, bandwidth), W.dtype, whitening) if whiten else None
+    if whitening_matrix is not None:
+        whitening = whitening_matrix
+    else:
+        whitening = whitening_of(landmark_gram(W, kernel, bandwidth), W.dtype, whitening) if whiten else None
     vector = np.ndim(bandwidth) != 0
     return FeatureKernel(
         f"nystroem-{kernel}", np.ones(W.shape[1]), int(W.shape[0]), W=W, bandwidth=1.0 if vector else bandwidth,
@@ -234,6 +239,10 @@ class NystroemFeatures(KernelTransformer):
         MAP, bandwidth_="finite", landmark_indices_="index-or-none", n_passes_="int",
         ard_signal_="real?", ard_noise_="real?", ard_log_likelihood_="real?",
     )
+    #: set on a learner's own clone by a solver that computes the Cholesky whitening itself
+    #: (the conjugate gradient's preconditioner factors K_LL + delta I): fit then leaves
+    #: ``kernel_`` unwhitened, and the solver whitens it with ``_set_cholesky_whitening``
+    _defer_whitening = False
 
     def __init__(
         self,
@@ -352,12 +361,28 @@ class NystroemFeatures(KernelTransformer):
         self.landmark_indices_ = rows
         if kernel is not None and not np.array_equal(kernel.W, W):
             raise ValueError("the given landmark map holds other landmarks")  # a programming error, caught early
+        # a solver that factors K_LL itself (the conjugate gradient's preconditioner) sets the
+        # Cholesky whitening afterwards (_set_cholesky_whitening): no second M^3 factorisation
+        later = self._defer_whitening and self.whitening == "cholesky"
         self.kernel_ = kernel if kernel is not None else landmark_kernel(W, self.kernel, self.bandwidth_,
-                                                                       whitening=self.whitening)
+                                                                       whiten=not later, whitening=self.whitening)
         self.n_features_in_ = int(W.shape[0])
         self._n_features_out = W.shape[1]
         self.n_passes_ = passes
         return self
+
+    def _set_cholesky_whitening(self, T: np.ndarray) -> None:
+        """Whiten a map fitted with ``_defer_whitening`` by ``T = R^{-1}``, ``R`` an upper Cholesky factor of ``K_LL``.
+
+        ``R`` is that of ``K_LL + delta I`` with the conjugate gradient's tiny
+        ``delta`` (``M eps max K``): the features span the same space and the
+        model's predictions are those of the landmark coefficients.
+        """
+        if not (self._defer_whitening and self.whitening == "cholesky" and self.kernel_.whitening is None):
+            raise ValueError("only a map fitted with its Cholesky whitening deferred takes one")  # a programming error
+        k = self.kernel_
+        self.kernel_ = landmark_kernel(k.W, self.kernel, self.bandwidth_, whitening_matrix=T)
+        self._defer_whitening = False
 
     def _leverage_weights(
         self, X: np.ndarray | da.Array, rng: np.random.Generator, bandwidth: float, opts: Options

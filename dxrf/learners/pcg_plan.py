@@ -15,6 +15,8 @@ import warnings
 
 import numpy as np
 import scipy.linalg
+from scipy.linalg.blas import dtrmm
+from scipy.linalg.lapack import dtrtri
 from sklearn.exceptions import ConvergenceWarning
 
 from dxrf.core.options import resolve_options
@@ -86,12 +88,17 @@ class PCGPlanMixin:
         ``alpha_`` is the one with the lowest mean validation MSE, as on the Gram plan.
         """
         features = self._make_features()
+        # a Cholesky whitening is the inverse of the preconditioner's first factor: taken from it, the
+        # map's fit skips its own factorisation of K_LL (M^3 / 3 and an M x M array at the peak)
+        deferred = isinstance(features, NystroemFeatures) and features.whitening == "cholesky"
+        if deferred:
+            features._defer_whitening = True
         kernel = self._fit_map(features, X)
         result = pcg_ridge(
             X, Y, landmark_values(kernel), float(self.alpha) if grid is None else np.asarray(grid, dtype=np.float64),
             sample_weight=w, fit_intercept=self.fit_intercept, tol=float(self.tol), max_iter=int(self.max_iter),
             options=resolve_options(cache_features=getattr(self, "cache_features", None)), validation=check_validation(validation, int(X.shape[0])),
-            validation_seed=int(self.validation_seed),
+            validation_seed=int(self.validation_seed), keep_factor=deferred,
         )
         for name in ("alphas_", "validation_errors_"):  # nothing left from an earlier fit's grid
             self.__dict__.pop(name, None)
@@ -114,11 +121,27 @@ class PCGPlanMixin:
         self.n_iter_ = result.n_iter
         self.pcg_history_ = result.history
         self._intercept = result.intercept
-        # the features are k(x, L) T: their coefficients solve T theta = beta
-        T = kernel.transform_matrix
-        if is_upper_triangular(T):
-            coef = scipy.linalg.solve_triangular(T, result.beta, lower=False, check_finite=False)
+        if deferred:
+            coef = self._whiten_by_factor(features, result)
         else:
-            coef = scipy.linalg.solve(T, result.beta, check_finite=False)
+            # the features are k(x, L) T: their coefficients solve T theta = beta
+            T = kernel.transform_matrix
+            if is_upper_triangular(T):
+                coef = scipy.linalg.solve_triangular(T, result.beta, lower=False, check_finite=False)
+            else:
+                coef = scipy.linalg.solve(T, result.beta, check_finite=False)
         self._coef = coef
         return coef
+
+    def _whiten_by_factor(self, features: NystroemFeatures, result: object) -> np.ndarray:
+        """Whiten the map by ``R^{-1}`` for the solver's factor ``R = L^T`` (in its memory); the coefficients ``R beta``."""
+        L = result.factor
+        result.factor = None
+        coef = dtrmm(1.0, L, np.asfortranarray(result.beta), lower=1, trans_a=1)  # k R^{-1} (R beta) = k beta
+        L_inv, info = dtrtri(L, lower=1, overwrite_c=1)  # in place: the model keeps one M x M array
+        if info != 0:  # a zero pivot: cannot happen after a successful factorisation
+            raise ValueError(f"the landmarks' Cholesky factor is singular (LAPACK dtrtri info={info})")
+        # R^{-1} = L^{-T}: row-major, as the map's own Cholesky whitening (the same products, saved and loaded)
+        features._set_cholesky_whitening(L_inv.T)
+        self.kernel_ = features.kernel_
+        return np.ascontiguousarray(coef)

@@ -147,6 +147,28 @@ class FalkonFactors:
             return self.K @ V
         return self.T_times(self.T_times(V), trans=True) - self.delta * V
 
+    def lower_factor(self) -> np.ndarray:
+        """``L = T^T``, the lower Cholesky factor of ``K + delta I``, column-major in the shared array's memory.
+
+        The ``A_j`` are gone afterwards: the last operation on these factors.
+        A Nyström map with ``whitening="cholesky"`` takes its whitening from
+        it (``L^{-T}``, laid out as the map's own) instead of factoring ``K`` again.
+        """
+        if self.identity:
+            raise ValueError("identity factors have no Cholesky factor")
+        W, m = self.W, self.m
+        self._diagonal("T")
+        for c0 in range(0, m, BLOCK):  # T's strict upper triangle back to the lower one, zeros above
+            c1 = min(m, c0 + BLOCK)
+            W[c1:, c0:c1] = W[c0:c1, c1:].T
+            W[c0:c1, c1:] = 0.0
+            D = W[c0:c1, c0:c1]
+            upper = np.triu_indices(c1 - c0, 1)
+            D.T[upper] = D[upper]
+            D[upper] = 0.0
+        self.W, self.extra = None, []
+        return W
+
     def dense(self) -> tuple[np.ndarray, list[np.ndarray]]:
         """``(T, [A_j])`` as dense upper triangular copies (for tests and inspection)."""
         if self.identity:

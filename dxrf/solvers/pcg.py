@@ -69,6 +69,7 @@ class PCGResult:
     validation_mse: np.ndarray | None = None  # (a, k): the training rows' solutions scored on the validation rows
     train_mse: np.ndarray | None = None  # (a, k): each solution on all rows, scored on the rows it was fitted on
     cache: CachePlan | None = None  # whether the kernel values were computed once and kept for every pass
+    factor: np.ndarray | None = None  # with keep_factor: L = T^T, the lower Cholesky factor of K_LL + delta I
 
 
 def check_distinct_landmarks(kernel: FeatureKernel) -> None:
@@ -166,6 +167,7 @@ def pcg_ridge(
     precondition: bool = True,
     validation: object = None,
     validation_seed: int = 0,
+    keep_factor: bool = False,
 ) -> PCGResult:
     """Solve the Nyström ridge ``(C + alpha K_LL) beta = c`` by preconditioned CG, one pass per iteration.
 
@@ -196,6 +198,10 @@ def pcg_ridge(
         Validation rows: a fraction (hashed by row index with ``validation_seed``,
         as :func:`dxrf.engine.split.hashed_split`) or a mask (True = validation).
     validation_seed : int
+    keep_factor : bool
+        Return the preconditioner's ``L = T^T`` (the lower Cholesky factor of
+        ``K_LL + delta I``, column-major) as ``factor``, in the factors' own
+        memory, for a Cholesky whitening of the map (no second factorisation).
 
     Returns
     -------
@@ -310,6 +316,8 @@ def pcg_ridge(
     finally:
         cache.release()
     beta = B(u, col_alpha)
+    factor = factors.lower_factor() if keep_factor and precondition else None
+    del factors
     ybar_col = np.concatenate([np.tile(g[2], n_alpha) for g in groups])
     intercept = ybar_col - np.einsum("ij,ij->j", kbar_col, beta)
     fits = beta[:, : n_alpha * k].reshape(m, n_alpha, k).transpose(1, 0, 2)
@@ -327,7 +335,7 @@ def pcg_ridge(
         chosen = int(np.argmin(scores.mean(axis=1)))  # the first of equals: the grid's order
     return PCGResult(fits[chosen], intercepts[chosen], it, 1 + it, np.asarray(history), not active.any(),
                      alpha=float(alphas[chosen]), alphas=alphas, betas=fits, intercepts=intercepts,
-                     validation_mse=scores, train_mse=fitted.reshape(n_alpha, k), cache=plan)
+                     validation_mse=scores, train_mse=fitted.reshape(n_alpha, k), cache=plan, factor=factor)
 
 
 def _tiled(v: LandmarkProducts, times: int) -> LandmarkProducts:

@@ -56,6 +56,18 @@ def test_a_row_major_gram_is_factored_in_its_own_memory():
     assert np.shares_memory(f.W, K) and len(f.extra) == 0
 
 
+@pytest.mark.parametrize("m", [300, 1100], ids=["one-block", "blocked"])
+def test_the_lower_factor_is_handed_over_in_place(m):
+    K = _gram(m, 6)
+    ref = K.copy()
+    f = falkon_factors(K, [1e-4], overwrite_k=True)
+    T, _ = _dense(ref, 1e-4, f.delta)
+    L = f.lower_factor()
+    assert np.shares_memory(L, K) and L.flags.f_contiguous and f.W is None
+    np.testing.assert_array_equal(np.triu(L, 1), 0.0)
+    np.testing.assert_allclose(L, T.T, rtol=0, atol=1e-12 * np.abs(T).max())
+
+
 def test_identity_factors_give_plain_cg():
     K = _gram(50, 3)
     f = falkon_factors(K, [1e-3, 1e-4], identity=True)

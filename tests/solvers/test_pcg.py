@@ -194,6 +194,30 @@ def test_estimators_pcg_equals_gram(problem):
     assert cg.solver_ == "pcg" and cg.n_iter_ == cg.pcg_history_.size
 
 
+def test_a_cholesky_whitening_comes_from_the_preconditioner(problem, tmp_path):
+    # the map's whitening is R^{-1} for the CG's own factor R of K_LL + delta I: no second factorisation
+    from dxrf.kernels.landmarks import inverse_cholesky
+
+    X, Y, w, L, _ = problem
+    feats = NystroemFeatures(landmarks=L, bandwidth=SIGMA, whitening="cholesky")
+    pcg = RandomFeatureRidge(feats, alpha=ALPHA, solver="pcg", tol=1e-12, max_iter=300).fit(X, Y, sample_weight=w)
+    gram = RandomFeatureRidge(feats, alpha=ALPHA, solver="gram").fit(X, Y, sample_weight=w)
+    T = pcg.kernel_.whitening
+    assert T is not None and not np.any(np.tril(T, -1))
+    K = landmark_gram(pcg.kernel_.W, "gaussian", SIGMA)
+    np.testing.assert_allclose(T, inverse_cholesky(K), rtol=0, atol=1e-6 * np.abs(T).max())
+    np.testing.assert_allclose(pcg.features_.transform(X), gram.features_.transform(X), rtol=0, atol=1e-6)
+    assert not feats._defer_whitening and not pcg.features_._defer_whitening
+    assert not hasattr(feats, "kernel_")  # the learner fitted its own clone
+    dxrf.save(pcg, tmp_path / "m")
+    back = dxrf.load(tmp_path / "m")
+    np.testing.assert_array_equal(back.predict(X), pcg.predict(X))
+    # the symmetric whitening keeps its own (an eigendecomposition), solved through
+    eigh = RandomFeatureRidge(NystroemFeatures(landmarks=L, bandwidth=SIGMA), alpha=ALPHA, solver="pcg", tol=1e-12,
+                              max_iter=300).fit(X, Y)
+    assert not np.allclose(np.tril(eigh.kernel_.whitening, -1), 0)
+
+
 def test_estimators_choose_the_penalty_on_validation_as_the_gram_plan_does(problem):
     X, Y, w, L, _ = problem
     feats = NystroemFeatures(landmarks=L, bandwidth=SIGMA, whitening="cholesky")
