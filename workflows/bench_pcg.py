@@ -54,6 +54,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="kin40k (split 0) or nycflights13 (its 11 numeric columns, a 10 %% random test split)")
     parser.add_argument("--parts", nargs="+", choices=("p1", "p2", "p3"), default=["p1", "p2", "p3"],
                         help="which comparisons to run (default all)")
+    parser.add_argument("--dtype", choices=("float64", "float32"), default="float64",
+                        help="the Nystroem map's dtype in the fits of (p1) and (p3), both plans (default float64; "
+                             "float32 halves the CG's cached kernel values)")
     parser.add_argument("--cache-fraction", type=float, default=None,
                         help="the option cache_fraction in every fit (default: the library's, 1/3 of the memory)")
     parser.add_argument("--alphas", type=float, nargs="*", default=[1e-3, 1e-4, 1e-5, 1e-6],
@@ -82,19 +85,19 @@ _FIT = _DATA + """
 from dxrf.workflows._common import peak_rss as peak
 base = peak()
 t0 = time.perf_counter()
-features = dxrf.NystroemFeatures({m}, bandwidth={sigma}, whitening="cholesky", random_state=0)
+features = dxrf.NystroemFeatures({m}, bandwidth={sigma}, whitening="cholesky", random_state=0, dtype={dtype!r})
 model = dxrf.RandomFeatureRidge(features, alpha={alpha}, solver="{solver}", tol={tol}, max_iter={max_iter}).fit(Xtr, ytr)
 fit_s = time.perf_counter() - t0
 pred = model.predict(Xte)
 print(json.dumps({{"fit_s": fit_s, "test_mse": float(np.mean((pred - yte) ** 2)), "peak": peak(), "base": base,
                   "n_iter": getattr(model, "n_iter_", None), "passes": model.n_passes_,
-                  "cache": getattr(model, "feature_cache_", None),
+                  "cache": getattr(model, "feature_cache_", None), "dtype": str(model.kernel_.dtype),
                   "estimate": getattr(model, "plan_estimate_", None), "n": int(Xtr.shape[0]), "d": int(Xtr.shape[1])}}))
 """
 
 
 _GRID = _DATA + """
-features = dxrf.NystroemFeatures({m}, bandwidth={sigma}, whitening="cholesky", random_state=0)
+features = dxrf.NystroemFeatures({m}, bandwidth={sigma}, whitening="cholesky", random_state=0, dtype={dtype!r})
 out = {{}}
 def fit(**kw):
     t0 = time.perf_counter()
@@ -253,7 +256,7 @@ def _grid_section(args: argparse.Namespace, results: dict) -> str:
     rows = []
     results["grid"] = {}
     for m in args.m:
-        code = textwrap.dedent(_GRID).format(m=m, sigma=args.sigma, alphas=list(args.alphas), tol=args.tol,
+        code = textwrap.dedent(_GRID).format(m=m, dtype=args.dtype, sigma=args.sigma, alphas=list(args.alphas), tol=args.tol,
                                              max_iter=args.max_iter, **_data_kw(args))
         out = results["grid"][str(m)] = _run(code)
         for plan, label in (("gram", "Gram, path from the statistics"), ("pcg", "CG, every penalty in the same passes"),
@@ -274,6 +277,7 @@ def _grid_section(args: argparse.Namespace, results: dict) -> str:
                 "hold-out MSE per alpha", "test MSE"], rows)
     n, d = out["gram"]["n"], out["gram"]["d"]
     return (f"\n\n{args.data}: N = {n} training rows, d = {d}, standardised X and y, gaussian sigma = {args.sigma}, "
+            f"{args.dtype} map, "
             f"tol = {args.tol}. The penalty grid {list(args.alphas)} on a 20 % hashed hold-out of the training rows, "
             f"the chosen penalty refitted on all rows; each line one fresh process (one fit per penalty, summed, "
             f"for the last).\n\n" + md + "\n")
@@ -282,7 +286,7 @@ def _grid_section(args: argparse.Namespace, results: dict) -> str:
 def run(args: argparse.Namespace) -> dict:
     from ._common import report
 
-    results: dict = {"data": args.data, "sigma": args.sigma, "alpha": args.alpha, "tol": args.tol,
+    results: dict = {"data": args.data, "dtype": args.dtype, "sigma": args.sigma, "alpha": args.alpha, "tol": args.tol,
                      "cache_fraction": args.cache_fraction, "plans": {}, "passes": {}}
     md = ""
     if "p1" in args.parts:
@@ -302,7 +306,7 @@ def _plans_section(args: argparse.Namespace, results: dict) -> str:
     for m in args.m:
         runs = {}
         for solver in ("gram", "pcg"):
-            code = textwrap.dedent(_FIT).format(m=m, sigma=args.sigma, alpha=args.alpha, solver=solver, tol=args.tol,
+            code = textwrap.dedent(_FIT).format(m=m, dtype=args.dtype, sigma=args.sigma, alpha=args.alpha, solver=solver, tol=args.tol,
                                                 max_iter=args.max_iter, **_data_kw(args))
             runs[solver] = out = _run(code)
             print(f"  (p1) M={m} {solver}: {out['fit_s']:.1f} s, test MSE {out['test_mse']:.5f}, peak "
@@ -319,7 +323,8 @@ def _plans_section(args: argparse.Namespace, results: dict) -> str:
     md = table(["M", "fit s gram / pcg", "test MSE gram / pcg", "peak above base MiB gram / pcg", "CG iterations",
                 "estimate gram / pcg ops -> auto", "measured faster"], rows)
     return (md + f"\n\n{args.data}, standardised X and y, gaussian sigma = {args.sigma}, alpha = {args.alpha}, "
-            f"tol = {args.tol}; uniform landmarks, Cholesky whitening; each fit in a fresh process on NumPy input; "
+            f"tol = {args.tol}; uniform landmarks, Cholesky whitening, {args.dtype} map; each fit in a fresh process on "
+            f"NumPy input; "
             f"the CG's kernel values by the feature cache's \"auto\": "
             f"{', '.join(sorted({str(r['pcg']['cache']) for r in results['plans'].values()}))}.\n\n")
 

@@ -26,3 +26,12 @@ def test_bench_pcg_compares_the_plans_and_the_grid(tmp_path):
     assert grid["pcg"]["passes"] < grid["pcg_each"]["passes"]
     text = (tmp_path / "bench-pcg.md").read_text()
     assert "every penalty in the same passes" in text and "bound / pass" in text
+
+
+def test_bench_pcg_fits_the_map_in_the_dtype_asked(tmp_path):
+    args = bench_args(bench_pcg, m=[40], repeats=1, n_rows=800, tol=1e-8, max_iter=200, parts=["p1"], dtype="float32",
+                      out=str(tmp_path))
+    res = bench_pcg.run(args)
+    plans = res["plans"]["40"]
+    assert plans["gram"]["dtype"] == plans["pcg"]["dtype"] == "float32"
+    assert "float32 map" in (tmp_path / "bench-pcg.md").read_text()
