@@ -43,9 +43,9 @@ from dxrf.engine.split import block_groups
 from dxrf.kernels.kernel import FeatureKernel
 from dxrf.kernels.landmark_products import SUB_ROWS, LandmarkProducts, kernel_values, split_products
 from dxrf.features.nystroem import landmark_gram, landmark_kind
-from dxrf.solvers.falkon import falkon_factors, falkon_preconditioner
+from dxrf.solvers.falkon import falkon_factors
 
-__all__ = ["PCGResult", "pcg_ridge", "falkon_preconditioner", "falkon_factors", "check_distinct_landmarks", "products_pass"]
+__all__ = ["PCGResult", "pcg_ridge", "check_distinct_landmarks", "products_pass"]
 
 
 @dataclasses.dataclass

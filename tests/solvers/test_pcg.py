@@ -13,6 +13,7 @@ import dxrf.solvers.pcg as pcg_module
 from dxrf import NystroemFeatures, RandomFeatureClassifier, RandomFeatureRidge, RandomFourierFeatures
 from dxrf.features.nystroem import landmark_gram, landmark_kernel
 from dxrf.kernels.landmark_products import landmark_products
+from dxrf.solvers.falkon import falkon_preconditioner
 from dxrf.solvers.pcg import pcg_ridge, plan_estimate
 
 SIGMA, ALPHA = 1.5, 1e-3
@@ -90,7 +91,7 @@ def test_preconditioner_whitens_its_model_of_the_system(problem):
     _, _, _, _, kernel = problem
     K = landmark_gram(kernel.W, "gaussian", SIGMA)
     m = K.shape[0]
-    T, A, delta = pcg_module.falkon_preconditioner(K, ALPHA)
+    T, A, delta = falkon_preconditioner(K, ALPHA)
     Kd = K + delta * np.eye(m)
     np.testing.assert_allclose(T.T @ T, Kd, rtol=0, atol=1e-12)
     B = np.linalg.solve(T, np.linalg.solve(A, np.eye(m)))
