@@ -150,7 +150,10 @@ def split_products(
                 KV = Kg @ Vd  # (n_sub, t), in the kernel's dtype
                 if wb is not None:
                     KV *= wb.astype(dtype)[:, None]
-                out.kkv += Kg.T @ KV  # each sub-block in the kernel's dtype, summed in float64
+                # K^T (K V) as (K V)^T K: OpenBLAS reads K faster for a thin result this way round
+                # (2048 x 20 000 float32, t = 10: 27 ms against 39 ms for Kg.T @ KV); each sub-block
+                # in the kernel's dtype, summed in float64
+                out.kkv += (np.ascontiguousarray(KV.T) @ Kg).T
             if Y is not None:
                 Yb = Y[at] if wb is None else Y[at] * wb[:, None]
                 out.ky += Kg.T @ Yb.astype(dtype)
