@@ -279,7 +279,7 @@ class RandomFeatureClassifier(PCGPlanMixin, PartialFitMixin, _RidgeClassifier):
 
     _fitted_schema = fitted(
         RIDGE_FITTED, classes_="labels", n_iter_="int", solver_="str?", hessian_rows_="int?", converged_="bool?",
-        pcg_history_="numbers?", plan_estimate_="dict?",
+        pcg_history_="numbers?", pcg_seconds_="numbers?", plan_estimate_="dict?",
         feature_cache_="str?", feature_cache_bytes_="int?",
     )
 

@@ -46,7 +46,7 @@ class PCGPlanMixin:
 
     def _choose_plan(self, X: object, k: int, grid: object, validation: object) -> bool:
         """Set ``solver_`` and ``plan_estimate_``; True when the CG plan is taken."""
-        for name in ("plan_estimate_", "pcg_history_", "feature_cache_", "feature_cache_bytes_"):  # nothing left from an earlier fit's plan
+        for name in ("plan_estimate_", "pcg_history_", "pcg_seconds_", "feature_cache_", "feature_cache_bytes_"):  # nothing left from an earlier fit's plan
             self.__dict__.pop(name, None)
         self.n_iter_ = 1  # the Gram plan's one solve; the conjugate gradient's iterations replace it
         solver = self._plan_solver()
@@ -120,6 +120,7 @@ class PCGPlanMixin:
         self.feature_cache_, self.feature_cache_bytes_ = result.cache.status, int(result.cache.estimate)
         self.n_iter_ = result.n_iter
         self.pcg_history_ = result.history
+        self.pcg_seconds_ = result.seconds
         self._intercept = result.intercept
         if deferred:
             coef = self._whiten_by_factor(features, result)

@@ -239,8 +239,8 @@ class _RidgeRegressor(_RidgeSolveMixin, TargetScaleMixin, RegressorMixin, Random
 
 
 #: the plan of a ridge fit: which solver, its estimate and, for the conjugate gradient, its iterations
-PLAN_FITTED = fitted(solver_="str?", n_iter_="int?", pcg_history_="numbers?", plan_estimate_="dict?",
-                     feature_cache_="str?", feature_cache_bytes_="int?")
+PLAN_FITTED = fitted(solver_="str?", n_iter_="int?", pcg_history_="numbers?", pcg_seconds_="numbers?",
+                     plan_estimate_="dict?", feature_cache_="str?", feature_cache_bytes_="int?")
 
 #: the ridge regressor's own parameters: the plan's solver and the conjugate gradient's stopping rule
 PLAN_RULES = {"max_iter": rule(check_int, low=1), "tol": rule(check_nonnegative, what="a finite number >= 0")}
@@ -343,7 +343,9 @@ class RandomFeatureRidge(PCGPlanMixin, PartialFitMixin, _RidgeRegressor):
         The plan taken; ``plan_estimate_`` (a dict) holds the estimate ``"auto"`` compared.
     n_iter_ : int
         Conjugate-gradient iterations (1 for the Gram plan's solve); ``pcg_history_`` the
-        largest relative residual after each.
+        largest relative residual after each, and ``pcg_seconds_`` (``n_iter_ x 2``) the
+        seconds of each one's pass and of its algebra on the client (the preconditioner's
+        triangular solves), to see where a slow solve spends its time.
     feature_cache_ : {"cached", "recomputed"}
         With ``solver_ == "pcg"``: whether the kernel values were computed once and kept for
         the iterations (the option ``cache_features``, :mod:`dxrf.engine.cache`; the same
@@ -423,7 +425,7 @@ class RandomFeatureRidge(PCGPlanMixin, PartialFitMixin, _RidgeRegressor):
             if self.solver == "pcg":
                 raise ValueError("solver='pcg' forms no statistics: store_posterior=True and validation='evidence' "
                                  "need solver='gram' (or 'auto')")
-            for name in ("plan_estimate_", "pcg_history_"):
+            for name in ("plan_estimate_", "pcg_history_", "pcg_seconds_"):
                 self.__dict__.pop(name, None)
             self.solver_, self.n_iter_ = "gram", 1
         elif self._choose_plan(X, 1 if y.ndim == 1 else int(y.shape[1]), grid, validation):

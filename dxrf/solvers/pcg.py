@@ -33,6 +33,7 @@ below ``tol`` times its first.
 from __future__ import annotations
 
 import dataclasses
+import time
 
 import numpy as np
 from dxrf.core.options import Options, resolve_options
@@ -70,6 +71,7 @@ class PCGResult:
     train_mse: np.ndarray | None = None  # (a, k): each solution on all rows, scored on the rows it was fitted on
     cache: CachePlan | None = None  # whether the kernel values were computed once and kept for every pass
     factor: np.ndarray | None = None  # with keep_factor: L = T^T, the lower Cholesky factor of K_LL + delta I
+    seconds: np.ndarray | None = None  # (n_iter, 2): each iteration's pass, and its algebra on the client
 
 
 def check_distinct_landmarks(kernel: FeatureKernel) -> None:
@@ -280,7 +282,9 @@ def pcg_ridge(
             MSE), the validation rows for a fit on the training rows.
             """
             V = B(P, col_alpha[idx])
+            t0 = time.perf_counter()
             parts = one_pass(V, V.shape[1])
+            pass_seconds.append(time.perf_counter() - t0)
             train = parts[0].kkv
             every = train if not held_out else train + parts[1].kkv
             on_all = col_group[idx] == 0
@@ -297,9 +301,10 @@ def pcg_ridge(
         r0 = np.sqrt(rr)
         active = r0 > 0
         Gb = np.zeros((m, n_col))  # sum over each column's scored rows of w k k^T beta, beta = B u
-        history = []
+        history, pass_seconds, seconds = [], [], []
         it = 0
         while active.any() and it < max_iter:
+            t_iter = time.perf_counter()
             idx = np.flatnonzero(active)
             Hp, scored = H(p[:, idx], idx)
             step = rr[idx] / np.einsum("ij,ij->j", p[:, idx], Hp)
@@ -313,6 +318,8 @@ def pcg_ridge(
             rel = np.sqrt(rr) / np.where(r0 > 0, r0, 1.0)
             history.append(float(rel.max()))
             active = rel > tol
+            spent = time.perf_counter() - t_iter
+            seconds.append((pass_seconds[-1], spent - pass_seconds[-1]))
     finally:
         cache.release()
     beta = B(u, col_alpha)
@@ -335,7 +342,8 @@ def pcg_ridge(
         chosen = int(np.argmin(scores.mean(axis=1)))  # the first of equals: the grid's order
     return PCGResult(fits[chosen], intercepts[chosen], it, 1 + it, np.asarray(history), not active.any(),
                      alpha=float(alphas[chosen]), alphas=alphas, betas=fits, intercepts=intercepts,
-                     validation_mse=scores, train_mse=fitted.reshape(n_alpha, k), cache=plan, factor=factor)
+                     validation_mse=scores, train_mse=fitted.reshape(n_alpha, k), cache=plan, factor=factor,
+                     seconds=np.asarray(seconds, dtype=np.float64).reshape(-1, 2))
 
 
 def _tiled(v: LandmarkProducts, times: int) -> LandmarkProducts:

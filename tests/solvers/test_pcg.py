@@ -182,6 +182,9 @@ def test_estimators_pcg_equals_gram(problem):
     assert gram.solver_ == "gram" and pcg.solver_ == "pcg"
     assert pcg.n_iter_ >= 1 and pcg.n_passes_ == pcg.n_iter_ + 1 and pcg.pcg_history_.size == pcg.n_iter_
     assert pcg.plan_estimate_["plan"] in ("gram", "pcg")
+    # each iteration's seconds: its pass and its client algebra, both spent
+    assert pcg.pcg_seconds_.shape == (pcg.n_iter_, 2) and np.all(pcg.pcg_seconds_ > 0)
+    assert "pcg_seconds_" not in gram.__dict__
     np.testing.assert_allclose(pcg.predict(X), gram.predict(X), rtol=1e-6, atol=1e-6)
     # the symmetric whitening: coefficients solved through it give the same model
     eigh = RandomFeatureRidge(NystroemFeatures(landmarks=L, bandwidth=SIGMA), alpha=ALPHA, solver="pcg", tol=1e-12,

@@ -24,8 +24,11 @@ def test_bench_pcg_compares_the_plans_and_the_grid(tmp_path):
         np.testing.assert_allclose(grid[plan]["validation"], ref["validation"], rtol=1e-6)
     # every penalty shares the passes: no more than one penalty at a time needs
     assert grid["pcg"]["passes"] < grid["pcg_each"]["passes"]
+    for key in ("recomputed", "cached"):  # an iteration is its pass and the client's algebra
+        timed = res["passes"]["40"][key]
+        assert 0 < timed["pass_s"] < timed["iteration_s"] and timed["bound_s"] > 0
     text = (tmp_path / "bench-pcg.md").read_text()
-    assert "every penalty in the same passes" in text and "bound / pass" in text
+    assert "every penalty in the same passes" in text and "bound / pass" in text and "iteration s" in text
 
 
 def test_bench_pcg_fits_the_map_in_the_dtype_asked(tmp_path):
