@@ -1,10 +1,18 @@
 """Falkon's preconditioner for the Nyström ridge's conjugate gradient, in one ``M x M`` array.
 
 With ``T`` the upper Cholesky factor of ``K + delta I`` (``K = K_LL``,
-``delta = M eps max(diag K)`` for a safe factorisation) and ``A_j`` that of
-``T T^T / M + alpha_j I`` (Rudi, Carratino & Rosasco 2017, section 3), the
-conjugate gradient applies ``B = T^{-1} A_j^{-1}`` and its transpose, and
-``K v = T^T (T v) - delta v`` (so ``K`` itself is not kept).
+``delta = M eps max(diag K)``, ``eps`` the precision of the kernel values the
+passes compute) and ``A_j`` that of ``T T^T / M + alpha_j I`` (Rudi, Carratino
+& Rosasco 2017, section 3), the conjugate gradient applies
+``B = T^{-1} A_j^{-1}`` and its transpose; its penalty is ``alpha (K + delta I)
+= alpha T^T T``, as in Falkon, so ``K`` itself is not kept.
+
+Why ``eps`` follows the kernel values: at small bandwidths or with many
+landmarks in few dimensions ``K`` is numerically singular, and ``B`` magnifies
+the rounding of a pass's ``C v`` by about ``1 / delta``. With float32 kernel
+values and ``delta`` of float64's ``eps`` the conjugate gradient diverged
+(flights-3m, d = 3, M = 2000: residual 24 after 300 iterations); with
+float32's ``eps`` and the jittered penalty it converged in 11-46 (DESIGN.md).
 
 Memory is what limits this solver at large M (20 000 landmarks: 3.2 GB per
 ``M x M`` float64 array), so the factors share one array, as Falkon's own
@@ -59,6 +67,17 @@ def _scale_lower(W: np.ndarray, factor: float) -> None:
         D[lower] *= factor
 
 
+def jitter_scale(eps: float, alphas: list[float]) -> float:
+    """``delta / (M max(diag K))``: the kernel values' ``eps``, but not above the smallest penalty, nor below float64's.
+
+    Above ``alpha`` the preconditioner's ``delta^2 / M`` would outweigh its
+    ``alpha delta`` and slow the iteration (MNIST, M = 8000, alpha = 1e-8,
+    float32: 174 iterations against 81).
+    """
+    smallest = min(alphas) if alphas else eps
+    return max(float(np.finfo(np.float64).eps), min(float(eps), smallest / 10))
+
+
 class FalkonFactors:
     """``T`` and the ``A_j`` of :func:`falkon_factors`, and the products and solves the CG needs.
 
@@ -73,9 +92,13 @@ class FalkonFactors:
     overwrite_k : bool
         A row-major float64 ``K`` (as :func:`~dxrf.features.nystroem.landmark_gram`
         makes it) becomes the shared array: no copy.
+    eps : float
+        The relative precision of the kernel values the products are computed
+        from (``np.finfo(dtype).eps``): the jitter is ``delta = M eps max(diag K)``.
     """
 
-    def __init__(self, K: np.ndarray, alphas: object, *, identity: bool = False, overwrite_k: bool = False) -> None:
+    def __init__(self, K: np.ndarray, alphas: object, *, identity: bool = False, overwrite_k: bool = False,
+                 eps: float = float(np.finfo(np.float64).eps)) -> None:
         m = K.shape[0]
         self.alphas = [float(a) for a in alphas]
         self.m = m
@@ -84,7 +107,9 @@ class FalkonFactors:
         if identity:
             self.K, self.delta = K, 0.0
             return
-        self.delta = m * float(np.finfo(np.float64).eps) * max(1.0, float(np.max(np.diag(K))))
+        if not (np.isfinite(eps) and eps > 0):
+            raise ValueError(f"eps must be a positive number, got {eps!r}")
+        self.delta = m * jitter_scale(eps, self.alphas) * max(1.0, float(np.max(np.diag(K))))
         # K is symmetric: its transpose, column-major when K is row-major, is factored in place
         in_place = overwrite_k and K.dtype == np.float64 and K.flags.c_contiguous
         W = K.T if in_place else np.array(K, dtype=np.float64, order="F")
@@ -142,10 +167,10 @@ class FalkonFactors:
         return scipy.linalg.solve_triangular(F, V, lower=True, trans="N" if trans else "T", check_finite=False)
 
     def K_times(self, V: np.ndarray) -> np.ndarray:
-        """``K V``: exactly ``T^T (T V) - delta V`` (``K`` itself when ``identity``)."""
+        """``(K + delta I) V = T^T (T V)``: the conjugate gradient's penalty (``K V`` when ``identity``)."""
         if self.identity:
             return self.K @ V
-        return self.T_times(self.T_times(V), trans=True) - self.delta * V
+        return self.T_times(self.T_times(V), trans=True)
 
     def lower_factor(self) -> np.ndarray:
         """``L = T^T``, the lower Cholesky factor of ``K + delta I``, column-major in the shared array's memory.
@@ -180,20 +205,22 @@ class FalkonFactors:
         return T, [np.tril(A).T for A in self.extra] + [last.T]
 
 
-def falkon_factors(K: np.ndarray, alphas: object, identity: bool = False, overwrite_k: bool = False) -> FalkonFactors:
+def falkon_factors(K: np.ndarray, alphas: object, identity: bool = False, overwrite_k: bool = False,
+                   eps: float = float(np.finfo(np.float64).eps)) -> FalkonFactors:
     """The preconditioner's factors for the penalties ``alphas``: one ``M x M`` array, plus one per further penalty.
 
     See :class:`FalkonFactors`. ``T T^T`` is computed once for all penalties;
     each penalty costs one Cholesky factorisation (``M^3 / 3``).
     """
-    return FalkonFactors(K, alphas, identity=identity, overwrite_k=overwrite_k)
+    return FalkonFactors(K, alphas, identity=identity, overwrite_k=overwrite_k, eps=eps)
 
 
-def falkon_preconditioner(K: np.ndarray, alpha: float, identity: bool = False) -> tuple[np.ndarray, np.ndarray, float]:
+def falkon_preconditioner(K: np.ndarray, alpha: float, identity: bool = False,
+                          eps: float = float(np.finfo(np.float64).eps)) -> tuple[np.ndarray, np.ndarray, float]:
     """``(T, A, delta)``: dense upper Cholesky factors of ``K + delta I`` and ``T T^T / M + alpha I``.
 
     ``identity=True`` gives ``T = A = I`` (plain CG, for comparison).
     """
-    factors = falkon_factors(K, [alpha], identity)
+    factors = falkon_factors(K, [alpha], identity, eps=eps)
     T, (A,) = factors.dense()
     return T, A, factors.delta

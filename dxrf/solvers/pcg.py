@@ -15,16 +15,20 @@ gives ``c``); without an intercept the centring term is absent.
 Preconditioner (Rudi, Carratino & Rosasco 2017, "FALKON", section 3, in
 dxrf's scaling): with uniform landmarks the landmarks are a sample of the rows,
 so ``C ~ K^2 / M`` and ``C + alpha K ~ P = K^2/M + alpha K``. With ``T`` the
-upper Cholesky factor of ``K + delta I`` (``delta = M eps`` for a safe
-factorisation) and ``A`` that of ``T T^T / M + alpha I``,
+upper Cholesky factor of ``K + delta I`` (``delta = M eps max(diag K)``, ``eps``
+of the kernel values' dtype) and ``A`` that of ``T T^T / M + alpha I``,
 
     P ~ T^T (T T^T / M + alpha I) T = (A T)^T (A T),
 
-so ``B = T^{-1} A^{-1}`` makes ``B^T P B = I``. CG runs on
-``B^T (C + alpha K) B u = B^T c`` and ``beta = B u``: four triangular solves
-per iteration on the client (``M^2`` each) beside the pass. ``K v`` is
-``T^T (T v) - delta v``, exact, so ``K`` itself is not kept, and ``T`` and ``A``
-share one ``M x M`` array (:mod:`dxrf.solvers.falkon`). The intercept is
+so ``B = T^{-1} A^{-1}`` makes ``B^T P B = I``. As Falkon does, CG solves the
+system with the jittered penalty, ``B^T (C + alpha T^T T) B u = B^T c`` and
+``beta = B u``: its penalty part is ``alpha A^{-T} A^{-1} u``, so an iteration
+is four triangular solves on the client (``M^2`` each) beside the pass, ``K``
+itself is not kept, and ``T`` and ``A`` share one ``M x M`` array
+(:mod:`dxrf.solvers.falkon`). The jitter changes the solution by a ridge of
+``alpha delta`` on ``beta``, below the kernel values' own rounding, and keeps
+the iteration stable where ``K`` is numerically singular (many landmarks in few
+dimensions), which the exact penalty ``T^T T - delta I`` did not. The intercept is
 ``ybar - kbar^T beta``. Each column of ``Y`` (one-hot classes) is its own CG,
 all in the same passes; a column stops when its preconditioned residual is
 below ``tol`` times its first.
@@ -171,7 +175,12 @@ def pcg_ridge(
     validation_seed: int = 0,
     keep_factor: bool = False,
 ) -> PCGResult:
-    """Solve the Nyström ridge ``(C + alpha K_LL) beta = c`` by preconditioned CG, one pass per iteration.
+    """Solve the Nyström ridge ``(C + alpha (K_LL + delta I)) beta = c`` by preconditioned CG, one pass per iteration.
+
+    ``delta`` is the preconditioner's jitter (``M eps max(diag K_LL)``, ``eps``
+    of the kernel values' dtype; 0 for plain CG): Falkon's system, whose
+    penalty keeps the conjugate gradient stable where ``K_LL`` is numerically
+    singular.
 
     Every penalty of ``alpha`` and every output is its own CG, all in the same
     passes: a pass's cost is its ``N M`` kernel values, which the columns share.
@@ -222,8 +231,10 @@ def pcg_ridge(
     opts = resolve_options(options)
     m = kernel.n_base
     # one M x M array: K's own (row-major K is factored in place); plain CG keeps K for K v
+    # the jitter follows the precision of the kernel values the passes compute (falkon module)
     factors = falkon_factors(landmark_gram(kernel.W, landmark_kind(kernel), kernel.bandwidth), alphas,
-                             identity=not precondition, overwrite_k=precondition)
+                             identity=not precondition, overwrite_k=precondition,
+                             eps=float(np.finfo(np.dtype(kernel.dtype)).eps))
     split, mask = _split_spec(validation, validation_seed)
     # kernel values kept for every pass when they fit the cache's budget (one computation instead of 1 + n_iter)
     plan = plan_cache(opts.cache_features, int(X.shape[0]), m, np.dtype(kernel.dtype).itemsize,
@@ -276,12 +287,14 @@ def pcg_ridge(
             return per_alpha(factors.solve_T(V, trans=True), which, trans=True)
 
         def H(P: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            """``(C + alpha K) P`` in the preconditioned basis, one pass; also the scored rows' ``sum w k k^T B P``.
+            """``(C + alpha (K + delta I)) P`` in the preconditioned basis, one pass; also the scored rows' ``sum w k k^T B P``.
 
             A column's scored rows: all rows for a fit on all rows (its training
             MSE), the validation rows for a fit on the training rows.
             """
-            V = B(P, col_alpha[idx])
+            which = col_alpha[idx]
+            AP = per_alpha(P, which, trans=False)  # A^{-1} p
+            V = factors.solve_T(AP)  # B p
             t0 = time.perf_counter()
             parts = one_pass(V, V.shape[1])
             pass_seconds.append(time.perf_counter() - t0)
@@ -291,8 +304,11 @@ def pcg_ridge(
             prod = np.where(on_all, every, train) / S_col[idx]
             kb = kbar_col[:, idx]
             prod -= kb * np.einsum("ij,ij->j", kb, V)
-            prod += alphas[col_alpha[idx]] * factors.K_times(V)
-            return Bt(prod, col_alpha[idx]), np.where(on_all, every, parts[-1].kkv)
+            scored = np.where(on_all, every, parts[-1].kkv)
+            if not precondition:  # B = I: the penalty alpha K p
+                return prod + alphas[which] * factors.K_times(V), scored
+            # the penalty B^T alpha T^T T B p is alpha A^{-T} A^{-1} p: four triangular solves an iteration, not six
+            return per_alpha(factors.solve_T(prod, trans=True) + alphas[which] * AP, which, trans=True), scored
 
         u = np.zeros((m, n_col))
         r = Bt(c, col_alpha)

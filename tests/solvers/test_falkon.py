@@ -7,7 +7,7 @@ import pytest
 import scipy.linalg
 
 from dxrf.features.nystroem import landmark_gram
-from dxrf.solvers.falkon import falkon_factors
+from dxrf.solvers.falkon import falkon_factors, jitter_scale
 
 
 def _gram(m: int, seed: int = 0) -> np.ndarray:
@@ -47,7 +47,8 @@ def test_one_array_holds_both_factors_and_every_operation_matches_dense(m):
             np.testing.assert_allclose(f.solve_T(V, trans=trans), scipy.linalg.solve_triangular(T, V, trans=op),
                                        rtol=1e-9, atol=1e-9)
             np.testing.assert_allclose(f.T_times(V, trans=trans), (T.T if trans else T) @ V, rtol=0, atol=1e-12 * m)
-    np.testing.assert_allclose(f.K_times(V), K @ V, rtol=0, atol=1e-12 * m)
+    # the conjugate gradient's penalty: K + delta I = T^T T
+    np.testing.assert_allclose(f.K_times(V), K @ V + f.delta * V, rtol=0, atol=1e-12 * m)
 
 
 def test_a_row_major_gram_is_factored_in_its_own_memory():
@@ -83,3 +84,15 @@ def test_an_indefinite_kernel_matrix_is_refused_by_name():
     K[0, 0] = -1.0
     with pytest.raises(ValueError, match="landmarks' kernel matrix is not positive definite"):
         falkon_factors(K, [1e-3])
+
+
+def test_the_jitter_follows_the_kernel_values_precision_and_the_smallest_penalty():
+    eps32, eps64 = float(np.finfo(np.float32).eps), float(np.finfo(np.float64).eps)
+    assert jitter_scale(eps32, [1e-3, 1e-5]) == eps32  # float32 kernel values: their rounding
+    assert jitter_scale(eps32, [1e-3, 1e-8]) == pytest.approx(1e-9)  # not above a tenth of the smallest penalty
+    assert jitter_scale(eps64, [1e-3]) == eps64 and jitter_scale(eps32, [0.0]) == eps64  # nor below float64's
+    K = _gram(120, 3)
+    f = falkon_factors(K, [1e-4], eps=eps32)
+    assert f.delta == pytest.approx(120 * eps32 * np.max(np.diag(K)))
+    with pytest.raises(ValueError, match="eps"):
+        falkon_factors(K, [1e-4], eps=0.0)

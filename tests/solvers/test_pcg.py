@@ -309,3 +309,23 @@ def test_bad_input(problem):
         RandomFeatureRidge(NystroemFeatures(landmarks=L), solver="cg").fit(X, Y)
     with pytest.raises(ValueError, match="squared"):
         RandomFeatureClassifier(NystroemFeatures(landmarks=L), loss="logistic", solver="pcg").fit(X, X[:, 0] > 0)
+
+
+def test_float32_kernel_values_converge_where_k_ll_is_numerically_singular():
+    # many landmarks in two dimensions at a small bandwidth: K_LL's spectrum falls below float32's
+    # rounding, and B magnifies the rounding of C v by about 1 / delta. With float64's eps as the
+    # jitter this diverged (relative residual above 1); the jitter of the values' own precision
+    # and Falkon's jittered penalty converge, to a fit as good as float64's
+    rng = np.random.default_rng(7)
+    X = np.round(rng.normal(size=(3000, 2)), 1)
+    y = np.sin(2 * X[:, 0]) * np.cos(X[:, 1]) + 0.1 * rng.normal(size=3000)
+    L = np.unique(X, axis=0)[rng.choice(np.unique(X, axis=0).shape[0], 400, replace=False)]
+    fits = {}
+    for dtype in (np.float32, np.float64):
+        kernel = landmark_kernel(np.ascontiguousarray(L.T).astype(dtype), "gaussian", 0.5, whiten=False)
+        res = pcg_ridge(X, y, kernel, 1e-4, tol=1e-5, max_iter=300)
+        assert res.converged, (dtype, res.n_iter, res.history[-5:])
+        assert res.history.max() < 2.0  # never far above its start
+        fits[dtype] = np.mean((kernel.base(X).astype(np.float64) @ res.beta + res.intercept - y[:, None]) ** 2)
+    # the same fit to the data (its noise variance is 0.01); the coefficients differ in K_LL's null space
+    assert fits[np.float64] < 0.0100 and fits[np.float32] < 1.02 * fits[np.float64]
