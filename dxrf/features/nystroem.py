@@ -183,6 +183,9 @@ class NystroemFeatures(KernelTransformer):
         X and compared scaled); ``"ard"`` learns them from ``y`` (gaussian
         kernel; as for :class:`RandomFourierFeatures`, see ``ard_rows``).
     landmarks : {"uniform", "leverage"} or array of shape (M, n_features), default="uniform"
+        Rows of X drawn uniformly or by approximate ridge leverage (one race
+        pass each); rows of equal values count once, so the landmarks are
+        distinct whenever X holds ``M`` distinct rows. Or the landmarks themselves.
     leverage_lam : float, default=1e-3
         ``lam`` of the leverage scores, in DESIGN.md's normalised convention.
     leverage_components : int, default=1000

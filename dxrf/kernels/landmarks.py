@@ -301,9 +301,37 @@ def _smallest(size: int, keys: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return np.lexsort((rows, keys))[:size]
 
 
+def _distinct_smallest(size: int, keys: np.ndarray, rows: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Positions of the ``size`` smallest keys among rows of distinct values (the smallest key of each value).
+
+    A landmark equal to another adds nothing to the span and makes ``K_LL``
+    singular (the conjugate gradient refuses it), so a value drawn twice keeps
+    its first draw and the race goes on to the next key. Only when the rows
+    hold fewer than ``size`` distinct values are repeated ones kept, the
+    smallest keys first. Without repeated values this is :func:`_smallest`.
+    The selection is associative: a value's key is its smallest over any
+    split of the rows, so partials merge to the same sample.
+    """
+    order = np.lexsort((rows, keys))
+    take = min(size, order.size)
+    while True:
+        head = order[:take]
+        block = values[head] + 0.0  # -0.0 + 0.0 is 0.0: equal values, equal bytes
+        as_bytes = block.view(np.dtype((np.void, block.dtype.itemsize * block.shape[1]))).ravel()
+        _, first = np.unique(as_bytes, return_index=True)
+        if first.size >= size or take == order.size:
+            break
+        take = min(order.size, take + 2 * (size - first.size))  # more keys for the repeats dropped
+    first = np.sort(first)[:size]
+    if first.size < size:  # fewer distinct values than asked: repeats fill the rest, smallest keys first
+        repeats = np.setdiff1d(np.arange(take), first, assume_unique=True)
+        first = np.sort(np.concatenate([first, repeats[: size - first.size]]))
+    return head[first]
+
+
 def _keep(size: int, keys: np.ndarray, rows: np.ndarray, values: np.ndarray, weights: np.ndarray) -> tuple:
-    """A partial of the race: its ``size`` smallest keys with their rows (the size travels with it)."""
-    order = _smallest(size, keys, rows)
+    """A partial of the race: its ``size`` smallest keys of distinct rows (the size travels with it)."""
+    order = _distinct_smallest(size, keys, rows, values)
     return size, keys[order], rows[order], values[order], weights[order]
 
 
@@ -315,8 +343,9 @@ def _race_block(X: np.ndarray, columns: tuple, rows: Rows, cfg: RaceConfig, runn
         keys = -np.log(u) / w  # u = 0 or w = 0: an infinite key, never drawn before a finite one
     keys = np.where(np.isnan(keys), np.inf, keys)
     idx = np.arange(rows.start, rows.stop, dtype=np.int64)
-    order = _smallest(cfg.size, keys, idx)  # only the kept rows are copied
-    return cfg.size, keys[order], idx[order], X[order].astype(np.float64), w[order]
+    values = X.astype(np.float64, copy=False)
+    order = _distinct_smallest(cfg.size, keys, idx, values)  # only the kept rows are copied
+    return cfg.size, keys[order], idx[order], values[order], w[order]
 
 
 def _race_merge(*parts: tuple) -> tuple:

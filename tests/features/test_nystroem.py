@@ -251,3 +251,26 @@ def test_statistics_validate_as_the_rows_score_when_the_landmark_kernel_is_nearl
     assert np.all(np.isfinite(path.validation_mse[:, 0]))
     np.testing.assert_allclose(path.validation_mse[:, 0], direct, rtol=1e-4)
     assert direct.min() < 0.01  # and the model is good: noise variance 0.0025
+
+
+@pytest.mark.parametrize("how", ["uniform", "leverage"])
+def test_landmarks_are_distinct_rows_whatever_the_chunking(cluster2, how):
+    # rows on a coarse grid repeat (as flights' integer columns do): a landmark equal to another adds
+    # nothing and makes K_LL singular, so the race keeps each value's first draw and goes on
+    rng = np.random.default_rng(3)
+    X = np.round(rng.normal(size=(2000, 2)), 0)  # about 50 distinct rows
+    y = X[:, 0] - X[:, 1] ** 2
+    distinct = np.unique(X + 0.0, axis=0).shape[0]
+    make = lambda m: dxrf.NystroemFeatures(m, bandwidth=1.0, landmarks=how, leverage_components=50,  # noqa: E731
+                                           random_state=5)
+    small = make(20).fit(X)
+    assert np.unique(small.landmarks_, axis=0).shape[0] == 20
+    with Client(cluster2):
+        chunked = make(20).fit(da.from_array(X, chunks=(300, 2)))
+    np.testing.assert_array_equal(chunked.landmark_indices_, small.landmark_indices_)
+    # asking for more landmarks than distinct rows: every distinct row, then repeats
+    many = make(distinct + 10).fit(X)
+    assert np.unique(many.landmarks_, axis=0).shape[0] == distinct and many.landmarks_.shape[0] == distinct + 10
+    # so the conjugate gradient, which refuses repeated landmarks, fits such data
+    model = dxrf.RandomFeatureRidge(make(30), alpha=1e-3, solver="pcg", tol=1e-8).fit(X, y)
+    assert model.score(X, y) > 0.95
