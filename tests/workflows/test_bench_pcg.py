@@ -38,3 +38,11 @@ def test_bench_pcg_fits_the_map_in_the_dtype_asked(tmp_path):
     plans = res["plans"]["40"]
     assert plans["gram"]["dtype"] == plans["pcg"]["dtype"] == "float32"
     assert "float32 map" in (tmp_path / "bench-pcg.md").read_text()
+
+
+def test_bench_pcg_grid_can_fit_each_plan_in_its_own_dtype(tmp_path):
+    args = bench_args(bench_pcg, m=[40], n_rows=800, tol=1e-8, max_iter=200, parts=["p3"], dtype="float32",
+                      gram_dtype="float64", alphas=[1e-3], out=str(tmp_path))
+    grid = bench_pcg.run(args)["grid"]["40"]
+    assert grid["gram"]["dtype"] == "float64" and grid["pcg"]["dtype"] == "float32"
+    assert "float64 for the Gram plan" in (tmp_path / "bench-pcg.md").read_text()
