@@ -11,7 +11,7 @@ from dxrf.core.buffers import thread_buffer
 from dxrf.core.device import array_module, is_device_array
 from dxrf.core.validation import check_choice, check_subset
 from dxrf.kernels import blocks
-from dxrf.kernels.landmarks import LANDMARK_KERNELS, landmark_block
+from dxrf.kernels.landmarks import LANDMARK_KERNELS, gaussian_landmarks, landmark_block
 
 __all__ = ["FeatureKernel", "ACTIVATIONS"]
 
@@ -177,16 +177,15 @@ class FeatureKernel:
         return self._landmarks64.astype(self.dtype)
 
     @functools.cached_property
-    def _landmark_squares(self) -> np.ndarray | None:
-        """The squared norms of :attr:`_landmarks` (Gaussian Nyström maps; None for the others), once per map."""
+    def _landmarks_augmented(self) -> np.ndarray | None:
+        """:func:`~dxrf.kernels.landmarks.gaussian_landmarks` of :attr:`_landmarks` (Gaussian Nyström maps; None for the others), once per map."""
         if self.activation != "nystroem-gaussian" or np.ndim(self.bandwidth) != 0:
             return None
-        L = self._landmarks
-        return (L * L).sum(axis=0)
+        return gaussian_landmarks(self._landmarks)
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
-        for derived in ("_w_with_offset", "_w64", "_whitening_dtype", "_landmarks64", "_landmarks", "_landmark_squares"):
+        for derived in ("_w_with_offset", "_w64", "_whitening_dtype", "_landmarks64", "_landmarks", "_landmarks_augmented"):
             state.pop(derived, None)  # not worth shipping
         return state
 
@@ -225,7 +224,7 @@ class FeatureKernel:
     def _base(self, X: np.ndarray, out: np.ndarray | None) -> np.ndarray:
         if self.activation in NYSTROEM:
             return landmark_block(X, self._landmarks, self.activation[len("nystroem-"):], self.bandwidth, out,
-                                  self._landmark_squares)
+                                  self._landmarks_augmented)
         return self._raw(X, out)
 
     def raw(self, X: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:

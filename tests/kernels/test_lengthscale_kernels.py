@@ -150,15 +150,35 @@ def test_device_branch_scales_rows_and_landmarks(monkeypatch, make):
         np.testing.assert_allclose(getattr(got, field), getattr(want, field), rtol=1e-11, atol=1e-12)
 
 
-def test_landmark_squares_given_once_give_the_same_bits():
-    """The map's cached squared norms of its landmarks equal the ones each block would compute."""
-    from dxrf.kernels.landmarks import landmark_block
+def test_augmented_landmarks_given_once_give_the_same_bits():
+    """The map's cached augmented landmarks equal the ones each block would build."""
+    from dxrf.kernels.landmarks import gaussian_landmarks, landmark_block
 
     rng = np.random.default_rng(3)
     X, W = rng.standard_normal((50, 6)), rng.standard_normal((6, 30))
     ref = landmark_block(X, W, "gaussian", 1.7)
-    got = landmark_block(X, W, "gaussian", 1.7, None, (W * W).sum(axis=0))
+    got = landmark_block(X, W, "gaussian", 1.7, None, gaussian_landmarks(W))
     assert np.array_equal(got, ref)
     fitted = dxrf.NystroemFeatures(n_components=30, bandwidth=1.7, random_state=0).fit(X)
-    assert fitted.kernel_._landmark_squares is not None
+    assert fitted.kernel_._landmarks_augmented is not None
     assert np.array_equal(fitted.kernel_.base(X), landmark_block(X, fitted.kernel_.W, "gaussian", 1.7))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_the_one_product_gaussian_equals_the_sweeps(dtype):
+    """The augmented product ([2c x, -c|x|^2, -c] . [l; 1; |l|^2]) against the three-sweep form, to rounding."""
+    from dxrf.kernels import landmarks
+
+    rng = np.random.default_rng(5)
+    X, W = rng.standard_normal((200, 5)).astype(dtype), rng.standard_normal((5, 70)).astype(dtype)
+    fused = landmarks.landmark_block(X, W, "gaussian", 1.3)
+    wide = rng.standard_normal((200, landmarks.AUGMENT_MAX_FEATURES + 1)).astype(dtype)
+    Ww = rng.standard_normal((landmarks.AUGMENT_MAX_FEATURES + 1, 70)).astype(dtype)
+    swept = landmarks.landmark_block(wide, Ww, "gaussian", 9.0)  # wide input, no augmented landmarks given
+    exact = lambda A, B, s: np.exp(-((A[:, None, :].astype(np.float64) - B.T[None].astype(np.float64)) ** 2).sum(-1)  # noqa: E731
+                                   / (2 * s * s))
+    tol = 1e-12 if dtype == np.float64 else 2e-5
+    np.testing.assert_allclose(fused, exact(X, W, 1.3), rtol=0, atol=tol)
+    np.testing.assert_allclose(swept, exact(wide, Ww, 9.0), rtol=0, atol=tol)
+    np.testing.assert_array_equal(landmarks.landmark_block(wide, Ww, "gaussian", 9.0, None,
+                                                           landmarks.gaussian_landmarks(Ww)).shape, (200, 70))
