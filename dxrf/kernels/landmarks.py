@@ -368,9 +368,9 @@ def _race_block(X: np.ndarray, columns: tuple, rows: Rows, cfg: RaceConfig, runn
         keys = -np.log(u) / w  # u = 0 or w = 0: an infinite key, never drawn before a finite one
     keys = np.where(np.isnan(keys), np.inf, keys)
     idx = np.arange(rows.start, rows.stop, dtype=np.int64)
-    values = X.astype(np.float64, copy=False)
-    order = _distinct_smallest(cfg.size, keys, idx, values)  # only the kept rows are copied
-    return cfg.size, keys[order], idx[order], values[order], w[order]
+    # rows compared in X's own dtype (equal there iff equal in float64); only the kept rows are copied
+    order = _distinct_smallest(cfg.size, keys, idx, X)
+    return cfg.size, keys[order], idx[order], X[order].astype(np.float64), w[order]
 
 
 def _race_merge(*parts: tuple) -> tuple:

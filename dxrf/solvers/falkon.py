@@ -68,7 +68,7 @@ def _scale_lower(W: np.ndarray, factor: float) -> None:
 
 
 def jitter_scale(eps: float, alphas: list[float]) -> float:
-    """``delta / (M max(diag K))``: the kernel values' ``eps``, but not above the smallest penalty, nor below float64's.
+    """``delta / (M max(diag K))``: the kernel values' ``eps``, but not above a tenth of the smallest penalty, nor below float64's.
 
     Above ``alpha`` the preconditioner's ``delta^2 / M`` would outweigh its
     ``alpha delta`` and slow the iteration (MNIST, M = 8000, alpha = 1e-8,
