@@ -114,6 +114,10 @@ def _option_int(name: str, low: int, allow_none: bool = False) -> Any:
     return check
 
 
+#: the values of ``cache_features`` (the option and the estimators' parameter)
+CACHE_SETTINGS = ("auto", True, False)
+
+
 def _check_cache_features(value: object) -> str | bool:
     if isinstance(value, (bool, np.bool_)):
         return bool(value)

@@ -66,12 +66,15 @@ class CachePlan:
     budget : int or None
         Bytes the cache may take under ``"auto"`` (None when the setting forced the choice).
     setting : {"auto", True, False}
+    reason : str or None
+        Why ``"auto"`` declined whatever the budget (shown by :meth:`describe`).
     """
 
     cached: bool
     estimate: int
     budget: int | None
     setting: str | bool
+    reason: str | None = None
 
     @property
     def status(self) -> str:
@@ -81,7 +84,8 @@ class CachePlan:
     def describe(self) -> str:
         """One line for a fit's summary."""
         why = (
-            f"cache_features={self.setting!r}" if self.budget is None
+            self.reason if self.reason is not None
+            else f"cache_features={self.setting!r}" if self.budget is None
             else f"budget {format_bytes(self.budget)}"
         )
         return f"features {self.status} ({format_bytes(self.estimate)} of features; {why})"
@@ -177,6 +181,7 @@ def feature_cache(
     options: Options,
     unit_rows: int = 1,
     pool: Any = None,
+    balance: bool = True,
 ) -> FeatureCache:
     """The features of X's rows for a fit's passes, computed once when ``plan`` says so.
 
@@ -200,6 +205,10 @@ def feature_cache(
         tile grid), so every tile is the one the pass would compute.
     pool : LocalPool, optional
         Threads for NumPy input (the fit's pool).
+    balance : bool, default=True
+        Dask input: cut the blocks as :func:`~dxrf.engine.lanes.balanced`
+        cuts X for the passes; False keeps X's own chunks (passes run with
+        ``balance=False``).
     """
     if not plan.cached:
         return FeatureCache(plan)
@@ -222,7 +231,8 @@ def feature_cache(
             if own:
                 pool.close()
         return FeatureCache(plan, out)
-    X = balanced(X)  # the chunks the uncached passes take: each block's features the same rows' company
+    if balance:
+        X = balanced(X)  # the chunks the uncached passes take: each block's features the same rows' company
     handle = tuple(ship(s) for s in shared)
     name = f"dxrf-features-{uuid.uuid4().hex}"
     task = dask.delayed(_fill_block, pure=False)

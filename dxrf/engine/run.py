@@ -191,6 +191,7 @@ def run_pass(
     lanes: int | None = None,
     pool: LocalPool | None = None,
     names: Sequence[str] | None = None,
+    balance: bool = True,
 ) -> Any:
     """Run one pass of ``spec`` over the rows of ``X`` and return ``spec.finish``'s result.
 
@@ -221,6 +222,11 @@ def run_pass(
         Threads for NumPy input (default: a pool for this pass only).
     names : sequence of str, optional
         Names of the columns, for error messages.
+    balance : bool, default=True
+        Re-cut X's row chunks evenly over the cluster's threads
+        (:func:`~dxrf.engine.lanes.balanced`). False keeps X's own chunks: for
+        passes whose result depends on them (SGD's per-chunk work), which
+        must not change with the number of threads.
     """
     split_every, lanes, _, _ = check_pass_options(split_every=split_every, lanes=lanes)
     if not isinstance(options, Options):
@@ -233,7 +239,7 @@ def run_pass(
         check_partial_memory(spec.partial_bytes, min(threads, max(1, int(np.shape(X)[0]))))
         return _run_in_process(spec, X, [None if c is None else np.asarray(c) for c in columns], shared, pool)
 
-    if lanes is None:  # even work per thread (a persisted X stays where its chunks are held)
+    if lanes is None and balance:  # even work per thread (a persisted X stays where its chunks are held)
         X = balanced(X)
     chunks = X.chunks[0]
     check_partial_memory(spec.partial_bytes, min(os.cpu_count() or 1, len(chunks)))

@@ -23,6 +23,15 @@ ACTIVATIONS = ("cos", "relu", "identity", "maxout") + NYSTROEM
 
 # rows per float64 step of a Nystroem map's rowwise features: about 32 MB of kernel values
 _ROWWISE_BYTES = 32 << 20
+_ROWWISE_BLOCK_BYTES = 4 << 20  # float64 products of a Fourier map's rowwise features, per block
+
+
+def _into(values: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+    """``values``, or ``out`` filled with them."""
+    if out is None:
+        return values
+    out[...] = values
+    return out
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -268,7 +277,7 @@ class FeatureKernel:
         out *= self.scale.astype(self.dtype)
         return out
 
-    def rowwise(self, X: np.ndarray) -> np.ndarray:
+    def rowwise(self, X: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """Scaled features ``z(X)`` whose every row is independent of the other rows of ``X``.
 
         A float32 matrix product may round a row by an ulp differently
@@ -281,11 +290,12 @@ class FeatureKernel:
         pass keeps the float32 product (its tiles fix the blocking), except a
         small pass, which uses :meth:`base_rowwise`. Float64
         kernels, structured (SORF) kernels and device arrays are evaluated as
-        by ``__call__``.
+        by ``__call__``. ``out``: an ``(n, M)`` array of the kernel dtype to
+        fill, else a new one.
         """
         if self.activation in NYSTROEM and not (is_device_array(X) or is_device_array(self.W)):
-            return self._nystroem_rowwise(X)
-        out = self.raw_rowwise(X)
+            return _into(self._nystroem_rowwise(X), out)
+        out = self.raw_rowwise(X, out)
         out *= self.scale.astype(out.dtype)
         return out
 
@@ -311,30 +321,35 @@ class FeatureKernel:
             return self._nystroem_float64(X, whiten=False)
         return self.raw_rowwise(X)
 
-    def raw_rowwise(self, X: np.ndarray) -> np.ndarray:
+    def raw_rowwise(self, X: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """:meth:`raw` features whose every row is independent of the other rows of ``X``.
 
         :meth:`rowwise` without the scale (a Nyström map's whitened kernel
         values computed in float64 and rounded once); the logistic passes of
-        a small fit use these (:func:`dxrf.stats.tiles.wide_products`).
+        a small fit and the SGD passes use these. ``out``: an ``(n, M)``
+        array of the kernel dtype to fill (float32 Fourier, ReLU and maxout
+        maps), else a new one.
         """
         if self.activation in NYSTROEM:
-            return self._nystroem_float64(X, whiten=True)
+            return _into(self._nystroem_float64(X, whiten=True), out)
         if self.dtype != np.float32 or self.W is None or is_device_array(X) or is_device_array(self.W):
-            return self.raw(X)
+            return self.raw(X, out)
         X = self.scale_rows(np.asarray(X))
         n, m = X.shape[0], self.n_components
-        out = np.empty((n, m), dtype=np.float32)
-        rows = max(256, (32 << 20) // (8 * self.W.shape[1]))  # float64 products of about 32 MB: big enough for an efficient GEMM
+        out = np.empty((n, m), dtype=np.float32) if out is None else out
+        width = self.W.shape[1]
+        # float64 products of a few MB: they stay in cache between the product, the offset and the rounding
+        rows = max(64, _ROWWISE_BLOCK_BYTES // (8 * width))
+        P_all = thread_buffer("rowwise-products", (min(rows, max(n, 1)), width), np.float64)
         for lo in range(0, n, rows):
-            P = X[lo : lo + rows].astype(np.float32, copy=False).astype(np.float64) @ self._w64
+            P = np.matmul(X[lo : lo + rows].astype(np.float32, copy=False).astype(np.float64), self._w64,
+                          out=P_all[: min(rows, n - lo)])
             if self.activation == "cos":
                 P += self.b
-            # rounding is monotone: rounding first and then taking max(., 0) or a maxout is the same
-            Z = P.astype(np.float32)
             if self.activation == "maxout" and self.pieces > 1:
-                Z = Z.reshape(Z.shape[0], m, self.pieces).max(axis=2)
-            out[lo : lo + rows] = Z
+                # rounding is monotone: the maximum of the float64 values rounds to the maximum of the rounded ones
+                P = P.reshape(P.shape[0], m, self.pieces).max(axis=2)
+            np.copyto(out[lo : lo + rows], P, casting="same_kind")  # rounded to float32 once
         if self.activation == "cos":
             blocks.cos_inplace(out)
         elif self.activation == "relu":

@@ -9,7 +9,7 @@ from sklearn.base import ClassifierMixin
 from sklearn.utils.metaestimators import available_if
 
 from dxrf.core.labels import encode_classes
-from dxrf.core.options import Options, resolve_options
+from dxrf.core.options import CACHE_SETTINGS, Options, resolve_options
 from dxrf.engine.cache import CachePlan
 from dxrf.core.persistable import fitted
 from dxrf.core.validation import check_choice, check_int, check_nonnegative, check_parameters, is_dask, rule
@@ -22,7 +22,6 @@ from dxrf.learners.ridge import RIDGE_FITTED, RIDGE_RULES, _RidgeSolveMixin
 __all__ = ["RandomFeatureClassifier", "LOSSES", "SOLVER_RULES", "encode_classes"]
 
 LOSSES = ("squared", "logistic", "multinomial")
-CACHE_SETTINGS = ("auto", True, False)
 
 #: the logistic solvers' options: whatever the loss, a bad value is bad before it matters
 SOLVER_RULES = {

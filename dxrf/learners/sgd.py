@@ -40,6 +40,7 @@ from dxrf.core.validation import (
     make_rng,
 )
 from dxrf.core.errors import ModelFormatError
+from dxrf.core.options import CACHE_SETTINGS, resolve_options
 from dxrf.core.persistable import MODEL, fitted
 from dxrf.core.target_scale import scale_of
 from dxrf.core.weights import check_class_weight, check_sample_weight, combined_weight
@@ -80,6 +81,7 @@ SGD_RULES = {
     "early_stopping": rule(check_bool),
     "fit_intercept": rule(check_bool),
     "shuffle": rule(check_bool),
+    "cache_features": rule(check_choice, choices=CACHE_SETTINGS),
 }
 #: what partial_fit uses (no validation rows, so no early stopping or pass budget)
 PARTIAL_PARAMETERS = ("loss", "step_size", "batch_size", "mode", "fit_intercept", "shuffle", "class_weight")
@@ -94,6 +96,8 @@ _SGD_FITTED = fitted(
     intercept_="finite",
     n_epochs_="int",
     n_iter_="int",
+    feature_cache_="str?",
+    feature_cache_bytes_="int?",
     validation_errors_="numbers",
     train_errors_="numbers",
     y_scale_="finite-or-none?",
@@ -122,6 +126,7 @@ class _BaseSGD(RandomFeatureModel):
         fit_intercept: bool = True,
         shuffle: bool = True,
         random_state: object = None,
+        cache_features: str | bool = "auto",
     ) -> None:
         self.features = features
         self.loss = loss
@@ -136,6 +141,7 @@ class _BaseSGD(RandomFeatureModel):
         self.fit_intercept = fit_intercept
         self.shuffle = shuffle
         self.random_state = random_state
+        self.cache_features = cache_features
 
     # -- parameters ----------------------------------------------------------------
     _extra_rules: dict = {}  # a subclass's own parameters
@@ -203,6 +209,9 @@ class _BaseSGD(RandomFeatureModel):
         self.n_passes_ += result.n_passes
         self.validation_errors_ = result.validation_errors
         self.train_errors_ = result.train_errors
+        if result.cache is not None:  # fit; partial_fit's one pass keeps nothing
+            self.feature_cache_ = result.cache.status
+            self.feature_cache_bytes_ = int(result.cache.estimate)
 
     def _partial_sgd(self, X: Any, Y: Any, first: bool, weights: Any = None) -> None:
         """One SGD pass over the batch, continuing from the current iterate (no validation rows).
@@ -232,7 +241,8 @@ class _BaseSGD(RandomFeatureModel):
         split = split_rows(X, validation, self.validation)  # before any feature is drawn
         y_mean = self._fit_features(X, Y, validation, task, classes, weights)
         self._store(fit_sgd(X, Y, self.kernel_, self._options(), validation=validation, split=split,
-                            seed=self._shuffle_seed(), weights=weights, y_mean=y_mean))
+                            seed=self._shuffle_seed(), weights=weights, y_mean=y_mean,
+                            options=resolve_options(cache_features=self.cache_features)))
 
     def _scores(self, X: Any) -> np.ndarray | da.Array:
         self._check_fitted()

@@ -60,6 +60,18 @@ _COMMON_PARAMS = """
         not depend on where or in which order tasks run).
     random_state : int, RandomState, Generator or None
         Seeds the shuffles and, when it has none, the feature map.
+    cache_features : {"auto", True, False}, default="auto"
+        Keep every row's features between the passes of ``fit``
+        (:mod:`dxrf.engine.cache`: on the worker of its chunk for dask input,
+        freed when ``fit`` ends), so only the first pass computes them.
+        ``"auto"`` keeps them when ``N M itemsize`` bytes fit within the
+        option ``cache_fraction`` (1/3) of the workers' memory limits (of this
+        machine's memory for NumPy input), and only float32 features. The
+        model is bitwise the same either way: features are computed row by
+        row (:meth:`~dxrf.kernels.kernel.FeatureKernel.rowwise`), whatever
+        rows share a tile. Float64 features cached with ``True`` give a model
+        equal to rounding (a float64 product may round a row by its place in
+        BLAS's blocking). ``partial_fit`` makes one pass and keeps nothing.
 """
 
 _COMMON_ATTRS = """
@@ -91,5 +103,8 @@ _COMMON_ATTRS = """
         candidate pass, an ``"auto"`` step sampled from rows, one per SGD
         pass, and one last read for the validation loss of the final iterate
         (skipped when early stopping stopped the run).
+    feature_cache_ : {"cached", "recomputed"}
+        Whether ``fit``'s passes kept the features (see ``cache_features``);
+        ``feature_cache_bytes_`` is their size ``N M itemsize``.
     n_features_in_ : int
 """

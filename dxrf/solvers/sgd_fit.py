@@ -16,6 +16,7 @@ import numpy as np
 
 from dxrf.core.options import Options, resolve_options
 from dxrf.core.validation import is_dask
+from dxrf.engine.cache import CachePlan, plan_cache
 from dxrf.kernels.kernel import FeatureKernel
 from dxrf.solvers.sgd_passes import _VALIDATION_SEED, _Config, _Data, _Runner, _State
 from dxrf.stats.accumulation import hashed_split
@@ -55,6 +56,7 @@ class SGDFit:
     n_passes: int
     validation_errors: np.ndarray
     train_errors: np.ndarray
+    cache: CachePlan | None = None  # fit: whether its passes kept the features
 
 
 def _sample_rows(X: np.ndarray | da.Array, rng: np.random.Generator, size: int) -> np.ndarray:
@@ -164,9 +166,40 @@ def fit_sgd(
     step, passes = resolve_step(o.step_size, kernel, X, o.fit_intercept, np.random.default_rng([seed, 1]))
     has_val = validation is not None
     opts = resolve_options(options)  # once per fit: the SGD passes get them explicitly
+    plan = _sgd_cache_plan(opts, kernel, X)
     runner = _Runner(_Data(X, Y, mask, fraction, weights), kernel, _config(o, kernel, X, step, seed, fraction, opts), has_val,
-                     opts)
-    state = _start(o, runner, kernel.n_components, Y.shape[1], y_mean)
+                     opts, plan)
+    try:
+        result = _passes(o, runner, kernel, n, Y.shape[1], has_val, y_mean, step, passes)
+    finally:
+        runner.close()  # the cached features go at the end of the fit, on error and on interrupt
+    result.cache = plan
+    return result
+
+
+def _sgd_cache_plan(opts: Options, kernel: FeatureKernel, X: Any) -> CachePlan:
+    """Whether the SGD passes keep the features: as :func:`plan_cache`, except that "auto" keeps float32 features only.
+
+    SGD computes the features of each pass's shuffled tiles row by row
+    (:meth:`FeatureKernel.rowwise`). A float32 map's rows are the same in any
+    company (products of float32 values are exact in float64, then rounded
+    once), so cached features are bitwise those a pass computes. A float64
+    map's matrix product may round a row differently by its place in BLAS's
+    blocking: cached features can differ in the last bit, so "auto" does not
+    cache them (``cache_features=True`` does, results equal to rounding).
+    """
+    n, m = int(X.shape[0]), kernel.n_components
+    if opts.cache_features == "auto" and kernel.dtype != np.float32:
+        return CachePlan(False, n * m * kernel.dtype.itemsize, None, "auto",
+                         reason="float64 features: recomputed, so results are bitwise those of any run")
+    return plan_cache(opts.cache_features, n, m, kernel.dtype.itemsize, dask_input=is_dask(X),
+                      fraction=opts.cache_fraction)
+
+
+def _passes(o: SGDOptions, runner: _Runner, kernel: FeatureKernel, n: int, k: int, has_val: bool, y_mean: Any,
+            step: float, passes: int) -> SGDFit:
+    """The passes of :func:`fit_sgd` with early stopping, and one last read evaluating the final iterate."""
+    state = _start(o, runner, kernel.n_components, k, y_mean)
     stopping, train_errors, epochs, stopped = _EarlyStopping(o, n, state), [], 0, False
     for epoch in range(int(o.max_passes)):
         new_state, (vsum, vcount) = runner.epoch(state, epoch, o.mode)

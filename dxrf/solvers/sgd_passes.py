@@ -15,7 +15,10 @@ loss) from the task of the previous chunk, so the state (``O(M k)`` numbers)
 travels from worker to worker while the data stay where they are read or
 held. Inside a chunk the training rows are shuffled and cut into
 mini-batches; features are computed per tile of mini-batches into a reused
-buffer. The chain is submitted in windows of a few chunks (two windows in
+buffer, row by row (:meth:`FeatureKernel.rowwise`: a row's features do not
+depend on the rows it shares a tile with), or, when the fit keeps them (the
+feature cache, :mod:`dxrf.engine.cache`), gathered per mini-batch from the
+chunk's features, computed once by the same function. The chain is submitted in windows of a few chunks (two windows in
 flight at most), so the chunks a pass loads ahead of the chain are bounded
 however large the data.
 
@@ -57,6 +60,7 @@ import numpy as np
 from scipy.special import expit
 
 from dxrf.core.blas import blas_limit
+from dxrf.core.buffers import thread_buffer
 from dxrf.core.validation import (
     check_dask_matrix,
     check_finite_rows,
@@ -66,11 +70,14 @@ from dxrf.kernels.kernel import FeatureKernel
 from dxrf.core.options import Options
 from dxrf.core.progress import active_client
 from dxrf.engine import Pass, Rows, aligned_blocks, row_starts, run_pass, ship
+from dxrf.engine.cache import CachePlan, FeatureCache, feature_cache
 from dxrf.stats.accumulation import hashed_split
 
 
 _SHUFFLE_SALT = 0x5344_4752  # keeps shuffles independent of the feature draw of the same seed
 _VALIDATION_SEED = 0  # the hashed split of RandomFeatureModel._features_pass (same rows)
+# features of the rows whose loss is summed at a time: the same tiles with and without the cache, so the same sums
+_LOSS_TILE_BYTES = 16 << 20
 
 
 # -- the numeric kernel: pure functions on NumPy blocks ---------------------------------
@@ -124,11 +131,34 @@ class _State:
 class _Config:
     """The constants of a fit, shipped with every task (a few numbers)."""
 
-    __slots__ = ("batch_size", "blas_threads", "fit_intercept", "fraction", "loss", "seed", "shuffle", "step", "tile_rows")
+    __slots__ = ("batch_size", "blas_threads", "cached", "fit_intercept", "fraction", "loss", "seed", "shuffle", "step",
+                 "tile_rows")
 
     def __init__(self, **kw: Any) -> None:
+        kw.setdefault("cached", False)
         for k in self.__slots__:
             setattr(self, k, kw[k])
+
+
+def _features(X: np.ndarray, rows: np.ndarray, kernel: FeatureKernel, cached: bool, out: np.ndarray) -> np.ndarray:
+    """The features of the rows ``rows`` of a block, in ``out``.
+
+    ``cached``: ``X`` holds the block's features (the feature cache), read as
+    they are. Otherwise they are computed by :meth:`FeatureKernel.rowwise`,
+    whose every row is the same whatever rows it is computed with: the rows of
+    a tile differ from pass to pass (each pass shuffles them), and the cache
+    holds the features computed once, so both give the same bits.
+    """
+    if cached:
+        return np.take(X, rows, axis=0, out=out)
+    return kernel.rowwise(X[rows], out=out)
+
+
+def cache_rows(X: Any, out: np.ndarray, start: int, kernel: FeatureKernel) -> None:
+    """The feature cache's function (:func:`dxrf.engine.cache.feature_cache`): a block's rows checked, their features in ``out``."""
+    X = np.asarray(X)
+    check_finite_rows(X, "X", start)
+    kernel.rowwise(X, out=out)
 
 
 def _block_weights(W: Any, n: int) -> np.ndarray | None:
@@ -144,7 +174,8 @@ def _block_rows(X: Any, Y: Any, mask: Any, start: int, cfg: _Config) -> tuple[np
         mask = hashed_split(start, start + n, cfg.fraction, _VALIDATION_SEED)
     elif mask is not None:
         mask = np.asarray(mask, dtype=bool).reshape(-1)
-    check_finite_rows(X, "X", start)
+    if not cfg.cached:  # cached features were computed from checked rows
+        check_finite_rows(X, "X", start)
     check_finite_rows(Y, "y", start)
     return X, Y, mask
 
@@ -166,7 +197,9 @@ def _sgd_rows(
     if n == 0:
         return
     tile = min(cfg.tile_rows, n)
-    buf = np.empty((tile, kernel.n_components), dtype=kernel.dtype)
+    # cached: each mini-batch's rows are gathered into a small buffer that stays in cache
+    shape = (cfg.batch_size, kernel.n_components) if cfg.cached else (tile, kernel.n_components)
+    buf = thread_buffer("sgd-features", shape, kernel.dtype)  # reused by the thread's later passes: no first touch
     step = cfg.step
     with np.errstate(over="ignore", invalid="ignore"):  # divergence is reported after the pass
         _sgd_tiles(state, X, Y, rows, kernel, cfg, buf, tile, step, W)
@@ -178,11 +211,15 @@ def _sgd_tiles(state: _State, X: np.ndarray, Y: np.ndarray, rows: np.ndarray, ke
     n = rows.size
     for lo in range(0, n, tile):
         idx = rows[lo : lo + tile]
-        Z = kernel(X[idx], out=buf[: idx.size])
+        Z = None if cfg.cached else kernel.rowwise(X[idx], out=buf[: idx.size])
         Yt = Y[idx]
         Wt = None if W is None else W[idx]
         for blo in range(0, idx.size, b):
-            Zb = Z[blo : blo + b]
+            if Z is None:
+                batch = idx[blo : blo + b]
+                Zb = np.take(X, batch, axis=0, out=buf[: batch.size])
+            else:
+                Zb = Z[blo : blo + b]
             Yb = Yt[blo : blo + b]
             # products in the feature dtype, the state and its sums in float64
             S = (Zb @ state.coef.astype(dtype, copy=False)).astype(np.float64) + state.intercept
@@ -216,8 +253,7 @@ def _train_order(mask: np.ndarray | None, n: int, epoch: int, chunk: int, cfg: _
 def _validate_rows(out: _State, start_state: _State | None, X: np.ndarray, Y: np.ndarray, mask: np.ndarray | None, kernel: FeatureKernel, cfg: _Config, W: np.ndarray | None = None) -> None:
     if start_state is None or mask is None:
         return
-    rows = np.flatnonzero(mask)
-    vs, vc = _loss_sum(start_state, X[rows], Y[rows], kernel, cfg, None if W is None else W[rows])
+    vs, vc = _loss_sum(start_state, X, Y, np.flatnonzero(mask), kernel, cfg, W)
     out.val_sum += vs
     out.val_count += vc
 
@@ -265,23 +301,27 @@ def _eval_chunk(state: _State, X: Any, Y: Any, mask: Any, W: Any, kernel: Featur
     W = _block_weights(W, X.shape[0])
     rows = np.flatnonzero(mask) if mask is not None else np.arange(0)
     with _limits(cfg):
-        return _loss_sum(state, X[rows], Y[rows], kernel, cfg, None if W is None else W[rows])
+        return _loss_sum(state, X, Y, rows, kernel, cfg, W)
 
 
 def _loss_sum(
-    state: _State, X: np.ndarray, Y: np.ndarray, kernel: FeatureKernel, cfg: _Config, W: np.ndarray | None = None
+    state: _State, X: np.ndarray, Y: np.ndarray, rows: np.ndarray, kernel: FeatureKernel, cfg: _Config,
+    W: np.ndarray | None = None,
 ) -> tuple[float, float]:
-    n = X.shape[0]
+    """The loss of ``state`` summed over the rows ``rows`` of a block, and their count (or weight)."""
+    n = rows.size
     if n == 0:
         return 0.0, 0
+    Y = Y[rows]
+    W = None if W is None else W[rows]
     dtype = kernel.dtype
-    tile = min(cfg.tile_rows, n)
-    buf = np.empty((tile, kernel.n_components), dtype=dtype)
+    tile = min(cfg.tile_rows, max(1, _LOSS_TILE_BYTES // (kernel.n_components * dtype.itemsize)), n)
+    buf = thread_buffer("sgd-features", (tile, kernel.n_components), dtype)
     coef = state.coef.astype(dtype, copy=False)
     total = 0.0
     with np.errstate(over="ignore", invalid="ignore"):
         for lo in range(0, n, tile):
-            Z = kernel(X[lo : lo + tile], out=buf[: min(tile, n - lo)])
+            Z = _features(X, rows[lo : lo + tile], kernel, cfg.cached, buf[: min(tile, n - lo)])
             S = (Z @ coef).astype(np.float64) + state.intercept
             L = _loss_grad(cfg.loss, S, Y[lo : lo + tile])[1]
             total += float(L.sum() if W is None else (W[lo : lo + tile] @ L).sum())
@@ -369,14 +409,26 @@ class _Data:
 
 
 class _Runner:
-    """Executes the passes of one fit and counts them."""
+    """Executes the passes of one fit.
 
-    def __init__(self, data: _Data, kernel: FeatureKernel, cfg: _Config, has_validation: bool, options: Options) -> None:
+    ``plan`` (:func:`dxrf.engine.cache.plan_cache`): when it caches, the first
+    pass that reads X computes every row's features once (on the worker of
+    its chunk, with X's own chunks) and the later passes read them;
+    :meth:`close` releases them. Every pass keeps X's own chunks, so the
+    per-chunk work (the chain's links, averaging mode's chunk fits) does not
+    depend on the number of threads.
+    """
+
+    def __init__(self, data: _Data, kernel: FeatureKernel, cfg: _Config, has_validation: bool, options: Options,
+                 plan: CachePlan | None = None) -> None:
         self.data = data
         self.options = options  # resolved once by the fit: its engine passes run with these
         self.kernel = kernel
         self.cfg = cfg
         self.has_validation = has_validation
+        self.plan = plan
+        self._cache: FeatureCache | None = None
+        self._blocks: list | None = None  # the cached features' blocks (dask input)
         self.client = active_client() if data.lazy else None
         if data.lazy:
             # shipped to the workers once per fit, not once per window
@@ -387,6 +439,26 @@ class _Runner:
                 threads = dask.config.get("num_workers", None) or os.cpu_count() or 1
             # chunks submitted at once along the chain: bounds what is loaded ahead
             self.window = max(4, 2 * int(threads))
+
+    def _rows(self) -> tuple[Any, _Config]:
+        """What the passes read (X, or its cached features: NumPy, or the blocks of dask input) and their config."""
+        d = self.data
+        if self.plan is not None and self.plan.cached and self._cache is None:
+            X = d.X if not d.lazy else d.X_d
+            self._cache = feature_cache(X, cache_rows, (self.kernel,), self.kernel.n_components, self.kernel.dtype,
+                                        plan=self.plan, options=self.options, balance=False)
+            self.cfg = _Config(**{k: getattr(self.cfg, k) for k in _Config.__slots__ if k != "cached"}, cached=True)
+            if d.lazy:
+                self._blocks = list(self._cache.source(X).to_delayed().ravel())
+        if self._cache is None:
+            return (d.X if not d.lazy else d.x), self.cfg
+        return (self._cache.source(d.X) if not d.lazy else self._blocks), self.cfg
+
+    def close(self) -> None:
+        """Release the feature cache (idempotent)."""
+        cache, self._cache, self._blocks = self._cache, None, None
+        if cache is not None:
+            cache.release()
 
     # -- NumPy: everything in this process ---------------------------------------------
     def _local_mask(self) -> np.ndarray | None:
@@ -400,7 +472,7 @@ class _Runner:
         if not d.lazy:
             return _ysum_chunk(d.Y, self._local_mask(), 0, self.cfg, d.W)
         # a read of y only: y's blocks, aligned with X's chunks, are the rows of this pass
-        return run_pass(_SUM_PASS["mean"], d.Y_d, (d.mask_d, d.W_d), (self.cfg,), options=self.options)
+        return run_pass(_SUM_PASS["mean"], d.Y_d, (d.mask_d, d.W_d), (self.cfg,), options=self.options, balance=False)
 
     def _share(self, state: _State) -> Any:
         # The state (O(M k) numbers) travels inside the graph: data scattered by the
@@ -413,12 +485,12 @@ class _Runner:
         d = self.data
         state = state.fresh_counters()
         if not d.lazy:
-            X, Y, mask = d.X, d.Y, self._local_mask()
+            (X, cfg), Y, mask = self._rows(), d.Y, self._local_mask()
             val = (0.0, 0)
             if self.has_validation:
-                val = _loss_sum(state, X[mask], Y[mask], self.kernel, self.cfg, None if d.W is None else d.W[mask])
+                val = _loss_sum(state, X, Y, np.flatnonzero(mask), self.kernel, cfg, d.W)
             out = state.copy()
-            _sgd_rows(out, np.asarray(X), Y, _train_order(mask, d.n, epoch, 0, self.cfg), self.kernel, self.cfg, d.W)
+            _sgd_rows(out, np.asarray(X), Y, _train_order(mask, d.n, epoch, 0, cfg), self.kernel, cfg, d.W)
             return out, val
         if mode == "averaging":
             return self._averaging_epoch(state, epoch)
@@ -431,6 +503,7 @@ class _Runner:
 
     def _sequential_epoch(self, state: _State, epoch: int) -> tuple[_State, tuple[float, int]]:
         d = self.data
+        x, cfg = self._rows()
         order = self._order(epoch)
         start_d = self._share(state)
         validate = start_d if self.has_validation else None
@@ -440,7 +513,7 @@ class _Runner:
         for w0 in range(0, d.n_chunks, self.window):
             s = current
             for i in order[w0 : w0 + self.window]:
-                s = step(s, validate, d.x[i], d.y[i], d.m[i], d.w[i], self.kernel_d, d.starts[i], int(i), epoch, self.cfg)
+                s = step(s, validate, x[i], d.y[i], d.m[i], d.w[i], self.kernel_d, d.starts[i], int(i), epoch, cfg)
             if self.client is None:
                 (current,) = dask.compute(s)
                 continue
@@ -455,10 +528,11 @@ class _Runner:
 
     def _averaging_epoch(self, state: _State, epoch: int) -> tuple[_State, tuple[float, int]]:
         d = self.data
+        _, cfg = self._rows()
         start_d = self._share(state)
         coef_w, icpt_w, w, n_iter, loss_sum, loss_count, val_sum, val_count = run_pass(
-            _SUM_PASS["average"], d.X_d, (d.Y_d, d.mask_d, d.W_d), (start_d, self.has_validation, self.kernel_d, epoch, self.cfg),
-            options=self.options,
+            _SUM_PASS["average"], self._source(), (d.Y_d, d.mask_d, d.W_d),
+            (start_d, self.has_validation, self.kernel_d, epoch, cfg), options=self.options, balance=False,
         )
         out = state.copy() if w == 0 else _State(coef_w / w, icpt_w / w)
         out.n_iter = state.n_iter + n_iter
@@ -468,11 +542,15 @@ class _Runner:
     def evaluate(self, state: _State) -> tuple[float, int]:
         """A read of the data evaluating ``state`` on the validation rows."""
         d = self.data
+        X, cfg = self._rows()
         if not d.lazy:
-            mask = self._local_mask()
-            return _loss_sum(state, d.X[mask], d.Y[mask], self.kernel, self.cfg, None if d.W is None else d.W[mask])
+            return _loss_sum(state, X, d.Y, np.flatnonzero(self._local_mask()), self.kernel, cfg, d.W)
         start_d = self._share(state)
-        return run_pass(_SUM_PASS["evaluate"], d.X_d, (d.Y_d, d.mask_d, d.W_d), (start_d, self.kernel_d, self.cfg),
-                        options=self.options)
+        return run_pass(_SUM_PASS["evaluate"], self._source(), (d.Y_d, d.mask_d, d.W_d), (start_d, self.kernel_d, cfg),
+                        options=self.options, balance=False)
+
+    def _source(self) -> da.Array:
+        """The dask array the map-reduce passes read: X, or its cached features (same chunks)."""
+        return self.data.X_d if self._cache is None else self._cache.source(self.data.X_d)
 
 

@@ -84,23 +84,25 @@ def test_numpy_cached_fit_is_bitwise_the_uncached_one(data, solver):
 
 def test_auto_declines_beyond_the_budget(make_cluster, data):
     """Workers of 400 MB: "auto" keeps features within 1/3 of the 800 MB they have together, and no more."""
-    _, labels, stored = data
+    X, labels, stored = data
     with Client(make_cluster(2, memory_limit="400MB")) as client:
         budget = int(800e6 / 3)
         plan = plan_cache("auto", 60_000, 2000, 4, dask_input=True, fraction=1 / 3)  # MNIST's 480 MB
         assert not plan.cached and plan.budget == budget and plan.estimate == 480_000_000
         assert plan_cache("auto", N, 300, 4, dask_input=True, fraction=1 / 3).cached
         assert "recomputed" in plan.describe() and "budget" in plan.describe()
-        est = _classifier("multinomial", "lbfgs", "auto")
-        est.max_iter = 2
-        with dxrf.options(cache_fraction=0.01):  # 8 MB: the 14.4 MB of features do not fit
-            est.fit(stored[4000].X, labels)
-        assert est.feature_cache_ == "recomputed" and est.feature_cache_bytes_ == N * 300 * 8
-        ref = est.coef_
-        est.fit(stored[4000].X, labels)
-        assert est.feature_cache_ == "cached"
-        np.testing.assert_array_equal(est.coef_, ref)
-        assert wait_until_empty(client) == empty(client)
+        multinomial = _classifier("multinomial", "lbfgs", "auto")
+        multinomial.max_iter = 2
+        # L-BFGS keeps float64 copies of the float32 features; SGD the float32 features
+        for est, y, itemsize in ((multinomial, labels, 8), (_sgd("regression", "auto"), np.sin(X[:, 0]), 4)):
+            with dxrf.options(cache_fraction=0.01):  # 8 MB: the 14.4 (or 28.8) MB of features do not fit
+                est.fit(stored[4000].X, y)
+            assert est.feature_cache_ == "recomputed" and est.feature_cache_bytes_ == N * 300 * itemsize
+            ref = est.coef_
+            est.fit(stored[4000].X, y)
+            assert est.feature_cache_ == "cached"
+            np.testing.assert_array_equal(est.coef_, ref)
+            assert wait_until_empty(client) == empty(client)
 
 
 def test_nothing_stays_after_an_error(client, data):
@@ -166,3 +168,88 @@ def test_cache_option_is_checked():
         dxrf.options(cache_fraction=0).__enter__()
     with pytest.raises(ValueError, match="cache_features"):
         _classifier("logistic", "auto", "sometimes").fit(np.zeros((10, 2)), np.arange(10) % 2)
+
+
+# -- SGD: features computed row by row, so the cache holds exactly what every pass would compute ----------
+
+
+def _sgd(kind: str, cache: object, mode: str = "sequential", dtype: str = "float32"):
+    from dxrf.learners.sgd import RandomFeatureSGDClassifier, RandomFeatureSGDRegressor
+
+    fmap = dxrf.RandomFourierFeatures(300, bandwidth=2.0, dtype=dtype, random_state=0)
+    kw = dict(batch_size=64, max_passes=3, validation=0.2, early_stopping=False, mode=mode, random_state=0,
+              cache_features=cache)
+    if kind == "regression":
+        return RandomFeatureSGDRegressor(fmap, **kw)
+    return RandomFeatureSGDClassifier(fmap, loss="logistic", **kw)
+
+
+def _assert_same_sgd(got, ref) -> None:
+    assert ref.feature_cache_ == "recomputed" and got.feature_cache_ == "cached"
+    assert got.n_passes_ == ref.n_passes_ and got.n_iter_ == ref.n_iter_
+    np.testing.assert_array_equal(got.coef_, ref.coef_)
+    np.testing.assert_array_equal(got.intercept_, ref.intercept_)
+    np.testing.assert_array_equal(got.validation_errors_, ref.validation_errors_)
+    np.testing.assert_array_equal(got.train_errors_, ref.train_errors_)
+
+
+@pytest.mark.parametrize(
+    "kind, mode, rows",
+    [("regression", "sequential", 2500), ("regression", "averaging", 4000), ("classification", "sequential", 4000),
+     ("classification", "averaging", 2500)],
+)
+def test_cached_sgd_is_bitwise_the_uncached_one(client, data, kind, mode, rows):
+    X, labels, stored = data
+    y = np.sin(X[:, 0]) if kind == "regression" else labels
+    ref = _sgd(kind, False, mode).fit(stored[rows].X, y)
+    got = _sgd(kind, True, mode).fit(stored[rows].X, y)
+    _assert_same_sgd(got, ref)
+    assert got.feature_cache_bytes_ == N * 300 * 4
+    assert wait_until_empty(client) == empty(client)
+
+
+def test_numpy_cached_sgd_is_bitwise_the_uncached_one(data):
+    X, _, _ = data
+    y = np.sin(X[:, 0])
+    _assert_same_sgd(_sgd("regression", True).fit(X, y), _sgd("regression", False).fit(X, y))
+
+
+def test_float64_sgd_features_are_cached_only_when_asked(data):
+    """A float64 product may round a row by where it falls in BLAS's blocking: "auto" recomputes, True is equal to rounding."""
+    X, _, _ = data
+    y = np.sin(X[:, 0])
+    auto = _sgd("regression", "auto", dtype="float64").fit(X, y)
+    assert auto.feature_cache_ == "recomputed" and auto.feature_cache_bytes_ == N * 300 * 8
+    forced = _sgd("regression", True, dtype="float64").fit(X, y)
+    assert forced.feature_cache_ == "cached"
+    np.testing.assert_allclose(forced.coef_, auto.coef_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(forced.validation_errors_, auto.validation_errors_, rtol=1e-12)
+
+
+def test_sgd_cache_is_released_after_an_error_and_an_interrupt(client, data, monkeypatch):
+    from dxrf.solvers import sgd_passes
+
+    X, _, stored = data
+    Xd = stored[2500].X
+    row = da.arange(N, chunks=Xd.chunks[0]) == N - 10
+    bad = da.where(row[:, None], np.nan, Xd)  # found by the last chunk's feature task
+    est = _sgd("regression", True)
+    with pytest.raises(ValueError, match="finite|NaN|nan"):
+        est.fit(bad, np.sin(X[:, 0]))
+    assert wait_until_empty(client) == empty(client)
+
+    original = sgd_passes._Runner.epoch
+    calls = []
+
+    def interrupted(self, state, epoch, mode):
+        calls.append(1)
+        if len(calls) == 2:  # the cache is full by now
+            assert self._cache is not None and self._cache.cached
+            raise KeyboardInterrupt
+        return original(self, state, epoch, mode)
+
+    monkeypatch.setattr(sgd_passes._Runner, "epoch", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        _sgd("regression", True).fit(Xd, np.sin(X[:, 0]))
+    assert len(calls) == 2
+    assert wait_until_empty(client) == empty(client)

@@ -167,7 +167,9 @@ def test_statistics_pass_survives_a_killed_worker(cluster, data):
     assert train.n + valid.n == data.n_rows
 
 
-def test_sequential_sgd_survives_a_killed_worker(cluster, data):
+@pytest.mark.parametrize("cache", [False, True])
+def test_sequential_sgd_survives_a_killed_worker(cluster, data, cache):
+    """With the cache, the killed worker's feature blocks are recomputed from X by their lineage."""
     sgd = pytest.importorskip("dxrf.learners.sgd")
     client, counter = cluster
     _wait_for_workers(client, 2)
@@ -181,10 +183,12 @@ def test_sequential_sgd_survives_a_killed_worker(cluster, data):
             validation=0.2,
             early_stopping=False,
             random_state=0,
+            cache_features=cache,
         )
         return est.fit(data.X, data.y)
 
     ref, n_tasks = _count_tasks(counter, fit)
+    assert ref.feature_cache_ == ("cached" if cache else "recomputed")
     assert n_tasks >= 2 * 24
     # in the middle of the second pass: the chain's state is on the move
     est, info = _run_and_kill(client, counter, fit, kill_at=int(0.6 * n_tasks))

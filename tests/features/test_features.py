@@ -8,6 +8,8 @@ import dask.array as da
 import numpy as np
 import pytest
 import scipy.linalg
+
+import dxrf
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import Ridge
@@ -769,3 +771,33 @@ def test_cos_inplace_fallbacks():
     ref = np.cos(view)
     assert cos_inplace(view) is view
     np.testing.assert_array_equal(view, ref)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: RandomFourierFeatures(300, bandwidth=2.0, random_state=0),
+        lambda: RandomFourierFeatures(256, bandwidth=2.0, sampling="structured", random_state=0),
+        lambda: RandomFourierFeatures(300, bandwidth=np.linspace(1.0, 3.0, 6), random_state=0),
+        lambda: RandomReLUFeatures(300, random_state=0),
+        lambda: RandomMaxoutFeatures(300, random_state=0),
+        lambda: dxrf.NystroemFeatures(200, bandwidth=2.0, dtype="float32", random_state=0),
+    ],
+)
+def test_float32_rowwise_features_are_the_same_in_any_company(make):
+    """What SGD's cache relies on: a row's ``rowwise`` features do not depend on the rows beside it, bit for bit."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(5000, 6))
+    kernel = make().fit(X[:500]).kernel_
+    assert kernel.dtype == np.float32
+    whole = kernel.rowwise(X)
+    shuffled = np.empty_like(whole)
+    order = rng.permutation(len(X))
+    for lo in range(0, len(X), 777):  # tiles of shuffled rows, as SGD computes them
+        rows = order[lo : lo + 777]
+        out = np.full((rows.size, kernel.n_components), np.nan, dtype=np.float32)
+        assert kernel.rowwise(X[rows], out=out) is out
+        shuffled[rows] = out
+    np.testing.assert_array_equal(shuffled, whole)
+    np.testing.assert_array_equal(kernel.rowwise(X[7:8]), whole[7:8])
+    np.testing.assert_allclose(whole, kernel(X), rtol=0, atol=1e-5)  # the float32 product, to its rounding

@@ -213,7 +213,7 @@ def test_cluster_on_zarr_equals_threaded_run(regression, cluster, tmp_path, dtyp
 
 
 class _Placement(SchedulerPlugin):
-    """Records, for every finished link of the SGD chain, its worker and its inputs."""
+    """Records, for every finished link of the SGD chain, its worker and its largest input's holders."""
 
     name = "dxrf-sgd-placement"
 
@@ -225,12 +225,14 @@ class _Placement(SchedulerPlugin):
 
     def transition(self, key, start, finish, *args, **kwargs) -> None:
         if start == "processing" and finish == "memory" and key_split(key) == "sgd_chunk":
-            deps = [dep.key for dep in self.scheduler.tasks[key].dependencies]
-            self.records.append((kwargs.get("worker"), deps))
+            deps = self.scheduler.tasks[key].dependencies
+            biggest = max(deps, key=lambda dep: dep.nbytes)
+            self.records.append((kwargs.get("worker"), biggest.nbytes, {ws.address for ws in biggest.who_has}))
 
 
-def test_chain_runs_where_the_chunks_live(regression, cluster):
-    """Each chunk's link runs on the worker holding the chunk: the state moves, not the data."""
+@pytest.mark.parametrize("cache", [False, True])
+def test_chain_runs_where_the_chunks_live(regression, cluster, cache):
+    """Each chunk's link runs on the worker holding the chunk (or its cached features): the state moves, not the data."""
     X, y = regression
     # Chunks of 1 MB, as real ones are, against a state of about 200 bytes: the scheduler
     # weighs a move by bytes over bandwidth (10 ms here), which an idle worker's
@@ -247,12 +249,14 @@ def test_chain_runs_where_the_chunks_live(regression, cluster):
         wait(Xp)
         holder = {key: workers[0] for key, workers in client.who_has(Xp).items()}
         assert len(set(holder.values())) == 2  # spread over both workers
-        est = RandomFeatureSGDRegressor(fourier(20), max_passes=2, random_state=0).fit(Xp, y)
+        m = 400 if cache else 20  # cached features of 200 x 400 float32 rows (320 kB) outweigh the state too
+        est = RandomFeatureSGDRegressor(fourier(m), max_passes=2, random_state=0, cache_features=cache).fit(Xp, y)
         records = client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.plugins[_Placement.name].records)
+    assert est.feature_cache_ == ("cached" if cache else "recomputed")
     assert len(records) == 2 * len(holder)  # one link per chunk and pass
-    for worker, deps in records:
-        (chunk,) = [k for k in deps if k in holder]
-        assert worker == holder[chunk]
+    for worker, nbytes, holders in records:
+        assert nbytes >= 200 * m * 4  # the chunk or its features, not the state
+        assert worker in holders
     assert est.n_epochs_ == 2 and len(est.validation_errors_) == 3
 
 
