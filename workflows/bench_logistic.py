@@ -58,10 +58,11 @@ import numpy as np
 
 DESCRIPTION = "logistic regression on RFF: dxrf Newton vs dask-ml and scikit-learn L-BFGS (same features and objective)"
 
-#: Targets of issue #6 (c): dxrf on the cluster at least this many times faster than dask-ml ...
+#: Targets of issue #29 (issue #6 (c) asked for 1.5 against scikit-learn): dxrf on the cluster at
+#: least this many times faster than dask-ml ...
 TARGET_SPEEDUP_VS_DASK_ML = 5.0
-#: ... and in memory at most this many times slower than scikit-learn.
-TARGET_RATIO_VS_SKLEARN = 1.5
+#: ... and in memory at most this fraction of scikit-learn's time.
+TARGET_RATIO_VS_SKLEARN = 0.3
 #: Tolerance of the one untimed dxrf fit that gives the reference optimum when the
 #: same-tolerance runs are skipped (``--protocol target``).
 REFERENCE_TOL = 1e-10
