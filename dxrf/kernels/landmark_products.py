@@ -20,10 +20,28 @@ import numpy as np
 from dxrf.core.buffers import thread_buffer
 from dxrf.kernels.kernel import FeatureKernel
 
-__all__ = ["LandmarkProducts", "landmark_products", "split_products", "kernel_values", "SUB_ROWS"]
+__all__ = ["LandmarkProducts", "landmark_products", "split_products", "kernel_values", "sub_rows_for", "SUB_ROWS"]
 
-#: rows of kernel values per sub-block: 2048 x M floats (80 MB in float32 at M = 10 000)
+#: the most rows of kernel values per sub-block
 SUB_ROWS = 2048
+#: the fewest, whatever M (below this the products' per-call costs show)
+MIN_SUB_ROWS = 128
+#: bytes of kernel values per sub-block: the block is written by the product, swept by the
+#: clamp and the exponential, and read by the two products of K V. Measured at d = 3 on two
+#: threads at once (as a pass runs), ns per kernel value: M = 10 000, 1.48 in sub-blocks of
+#: 2048 rows (80 MB), 0.85-0.94 in 192-512 rows; M = 20 000, 1.62 against 0.92-1.00 in
+#: 128-512 rows; M = 4000 at d = 8, 0.92-0.97 at any size. At d = 784 the product dominates
+SUB_BLOCK_BYTES = 16 << 20
+
+
+def sub_rows_for(m: int, itemsize: int) -> int:
+    """Rows per sub-block of ``m`` kernel values of ``itemsize`` bytes: about :data:`SUB_BLOCK_BYTES`, a multiple of 64.
+
+    The pass, the feature cache and :func:`kernel_values` all cut a block's
+    rows by this, from its first row, so cached values are those a pass computes.
+    """
+    rows = SUB_BLOCK_BYTES // max(1, int(m) * int(itemsize)) // 64 * 64
+    return int(min(SUB_ROWS, max(MIN_SUB_ROWS, rows)))
 
 
 @dataclasses.dataclass
@@ -60,7 +78,7 @@ def landmark_products(
     Y: np.ndarray | None = None,
     w: np.ndarray | None = None,
     *,
-    sub_rows: int = SUB_ROWS,
+    sub_rows: int | None = None,
     precomputed: bool = False,
 ) -> LandmarkProducts:
     """Products of the kernel values ``K = k(X, L)`` of one block of rows with ``V`` and ``Y``.
@@ -78,8 +96,9 @@ def landmark_products(
         Targets: gives ``ky``, ``ksum``, ``ysum`` and ``yy``.
     w : ndarray of shape (n,), optional
         Row weights (default ones).
-    sub_rows : int
-        Rows of kernel values held at once (bounded memory whatever ``n``).
+    sub_rows : int, optional
+        Rows of kernel values held at once (bounded memory whatever ``n``;
+        default :func:`sub_rows_for`).
     precomputed : bool
         ``X`` holds the kernel values (the feature cache's block, made by
         :func:`kernel_values` on the same sub-blocks): the products are then
@@ -92,8 +111,9 @@ def landmark_products(
     return split_products(X, kernel, V, Y, w, sub_rows=sub_rows, precomputed=precomputed)[0]
 
 
-def kernel_values(X: np.ndarray, out: np.ndarray, kernel: FeatureKernel, sub_rows: int = SUB_ROWS) -> None:
+def kernel_values(X: np.ndarray, out: np.ndarray, kernel: FeatureKernel, sub_rows: int | None = None) -> None:
     """Fill ``out`` (n, M) with ``k(X, L)``, ``sub_rows`` rows at a time from ``X``'s first row, as the products compute them."""
+    sub_rows = sub_rows or sub_rows_for(kernel.n_base, kernel.dtype.itemsize)
     for a in range(0, X.shape[0], sub_rows):
         b = min(X.shape[0], a + sub_rows)
         kernel.base(X[a:b], out=out[a:b])
@@ -134,7 +154,7 @@ def split_products(
     w: np.ndarray | None = None,
     valid: np.ndarray | None = None,
     *,
-    sub_rows: int = SUB_ROWS,
+    sub_rows: int | None = None,
     precomputed: bool = False,
 ) -> tuple[LandmarkProducts, ...]:
     """:func:`landmark_products` of a block's rows in two groups: ``(training, validation)`` by the mask ``valid``.
@@ -144,6 +164,7 @@ def split_products(
     """
     n, m = X.shape[0], kernel.n_base
     dtype = kernel.dtype
+    sub_rows = sub_rows or sub_rows_for(m, dtype.itemsize)
     outs = tuple(LandmarkProducts() for _ in range(1 if valid is None else 2))
     if V is not None:
         V = np.asarray(V, dtype=np.float64)

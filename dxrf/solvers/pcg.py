@@ -46,7 +46,7 @@ from dxrf.engine import Pass, check_block, run_pass, ship
 from dxrf.engine.cache import CachePlan, feature_cache, plan_cache
 from dxrf.engine.split import block_groups
 from dxrf.kernels.kernel import FeatureKernel
-from dxrf.kernels.landmark_products import SUB_ROWS, LandmarkProducts, kernel_values, split_products
+from dxrf.kernels.landmark_products import LandmarkProducts, kernel_values, split_products, sub_rows_for
 from dxrf.features.nystroem import landmark_gram, landmark_kind
 from dxrf.solvers.falkon import falkon_factors
 
@@ -117,10 +117,10 @@ def _merge(*parts: tuple[LandmarkProducts, ...]) -> tuple[LandmarkProducts, ...]
     return total
 
 
-def products_pass(m: int, width: int) -> Pass:
+def products_pass(m: int, width: int, itemsize: int) -> Pass:
     """The engine's pass of :func:`landmark_products`: M x ``width`` float64 partials (twice with a split), tree-summed."""
     # in-process blocks start on the sub-block grid, as the feature cache's blocks do
-    return Pass(block=_block, merge=_merge, partial_bytes=2 * 8 * m * (width + 2), unit_rows=SUB_ROWS)
+    return Pass(block=_block, merge=_merge, partial_bytes=2 * 8 * m * (width + 2), unit_rows=sub_rows_for(m, itemsize))
 
 
 # -- the solver -------------------------------------------------------------------------------
@@ -239,14 +239,15 @@ def pcg_ridge(
     # kernel values kept for every pass when they fit the cache's budget (one computation instead of 1 + n_iter)
     plan = plan_cache(opts.cache_features, int(X.shape[0]), m, np.dtype(kernel.dtype).itemsize,
                       dask_input=is_dask(X), fraction=opts.cache_fraction)
-    cache = feature_cache(X, _cache_block, (kernel,), m, kernel.dtype, plan=plan, options=opts, unit_rows=SUB_ROWS)
+    cache = feature_cache(X, _cache_block, (kernel,), m, kernel.dtype, plan=plan, options=opts,
+                          unit_rows=sub_rows_for(m, kernel.dtype.itemsize))
     source, cached = cache.source(X), cache.cached
     handle = ship(kernel) if is_dask(X) else kernel
     try:
 
         def one_pass(V: np.ndarray | None, width: int) -> tuple[LandmarkProducts, ...]:
             # the targets are read by the first pass only
-            return run_pass(products_pass(m, width), source, (Y if V is None else None, sample_weight, mask),
+            return run_pass(products_pass(m, width, kernel.dtype.itemsize), source, (Y if V is None else None, sample_weight, mask),
                             (handle, V, split, cached),
                             options=opts, names=("y", "sample_weight", "validation"))
 
