@@ -56,7 +56,7 @@ def _data(name: str, n_rows: int | None) -> tuple[np.ndarray, np.ndarray, bool]:
 
 
 def _estimator(classify: bool, fmap: Any, args: argparse.Namespace, cache: bool) -> Any:
-    from dxrf.learners.sgd import RandomFeatureSGDClassifier, RandomFeatureSGDRegressor
+    from dxrf import RandomFeatureSGDClassifier, RandomFeatureSGDRegressor
 
     kw = dict(batch_size=args.batch_size, max_passes=args.passes, validation=0.2, early_stopping=False,
               random_state=args.seed, cache_features=cache)
