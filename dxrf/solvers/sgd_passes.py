@@ -18,7 +18,8 @@ mini-batches; features are computed per tile of mini-batches into a reused
 buffer, row by row (:meth:`FeatureKernel.rowwise`: a row's features do not
 depend on the rows it shares a tile with), or, when the fit keeps them (the
 feature cache, :mod:`dxrf.engine.cache`), gathered per mini-batch from the
-chunk's features, computed once by the same function. The chain is submitted in windows of a few chunks (two windows in
+chunk's features, computed once by the same function. The chain is
+submitted in windows of a few chunks (two windows in
 flight at most), so the chunks a pass loads ahead of the chain are bounded
 however large the data.
 
@@ -217,7 +218,7 @@ def _sgd_tiles(state: _State, X: np.ndarray, Y: np.ndarray, rows: np.ndarray, ke
         for blo in range(0, idx.size, b):
             if Z is None:
                 batch = idx[blo : blo + b]
-                Zb = np.take(X, batch, axis=0, out=buf[: batch.size])
+                Zb = _features(X, batch, kernel, True, buf[: batch.size])
             else:
                 Zb = Z[blo : blo + b]
             Yb = Yt[blo : blo + b]
