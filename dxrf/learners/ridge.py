@@ -170,18 +170,21 @@ class _RidgeRegressor(_RidgeSolveMixin, TargetScaleMixin, RegressorMixin, Random
             raise ModelFormatError(f"the posterior has shapes {np.shape(factor)} and {np.shape(center)} (sum_weight_ "
                                    f"{w}); {m} features need ({m}, {m}), ({m},) and a positive weight")
 
-    def _store_bayes(self, stats: FeatureStats | LandmarkStats, coef: np.ndarray, mse: np.ndarray, one_d: bool) -> None:
+    def _store_bayes(self, stats: FeatureStats | LandmarkStats | None, coef: np.ndarray, mse: np.ndarray, one_d: bool,
+                     *, sum_weight: float | None = None) -> None:
         """``noise_`` (and with ``store_posterior`` the posterior) of the solution ``coef`` (M, k) on ``stats``.
 
         ``mse`` is the solution's per-output training MSE on ``stats``. ``noise_``
         is the evidence's maximiser, ``W (MSE + alpha |theta|^2) / (W - 1)``: no
         factorisation. The posterior takes one eigendecomposition of the covariance.
+        Without statistics (a conjugate gradient's model) ``sum_weight`` gives
+        ``W``, and there is no posterior.
         """
         for name in BAYES_FITTED:
             if name != "evidences_":
                 self.__dict__.pop(name, None)
         flat = stats.stats if isinstance(stats, LandmarkStats) else stats
-        W = float(flat.n)
+        W = float(flat.n) if flat is not None else float(sum_weight)
         nu = W - (1.0 if self.fit_intercept else 0.0)
         if getattr(self, "store_posterior", False):
             if self.alpha_ <= 0:

@@ -35,6 +35,7 @@ from dxrf.search.growth import GrowthBudget
 from dxrf.search.staged import search
 from dxrf.search.grid import SearchGrid
 from dxrf.search.refit import ridge_refit
+from dxrf.solvers.pcg import PLANS
 from dxrf.solvers.ridge_path import mse_from_stats
 from dxrf.search.scoring import label_codes, stacked_models
 from dxrf.search.settings import (
@@ -75,6 +76,7 @@ SEARCH_RULES = {
     "cv_seed": rule(check_seed),
     "max_components": rule(check_int, low=1),
     "time_budget": rule(check_time_budget),
+    "nystroem_solver": rule(check_choice, choices=PLANS),
 }
 
 
@@ -103,6 +105,8 @@ _SEARCH_FITTED = fitted(
     search_times_="dict",
     growth_="dict?",
     n_components_searched_="index?",
+    search_solver_="str?",  # absent from models saved before the search could solve by CG
+    search_plan_estimate_="dict?",
 )
 
 
@@ -135,17 +139,29 @@ class _SearchCV:
             leverage_rows=self.leverage_rows, bandwidth_choice=self.bandwidth_choice,
             return_train_score=self.return_train_score, keep_models=self.keep_models,
             scoring=getattr(self, "scoring", "r2"), random_state=self.random_state, growth=growth,
+            solver=self._search_solver(),
         )
 
+    def _search_solver(self) -> str:
+        return self.nystroem_solver
+
     def _search(self, X: object, T: object, settings: SearchSettings, classes: np.ndarray | None, w: object) -> object:
-        """Run the search, store its attributes, and return the refit's statistics."""
+        """Run the search and store its attributes; return its outcome (statistics, or the CG's model)."""
         outcome = search(X, T, settings, classes, w)
+        for name in ("growth_", "n_components_searched_", "search_plan_estimate_"):  # none left from an earlier fit
+            self.__dict__.pop(name, None)
         for name, value in outcome.attributes.items():
             setattr(self, name, value)
-        return outcome.stats
+        return outcome
 
-    def _ridge_refit(self, stats: object) -> np.ndarray:
-        coef, self._intercept, self.train_mse_ = ridge_refit(stats, self.alpha_, self.fit_intercept, self.kernel_.dtype)
+    def _ridge_refit(self, outcome: object) -> np.ndarray:
+        """The chosen model: refitted from the search's statistics, or the conjugate gradient's all-rows solution."""
+        if outcome.solution is not None:
+            coef, self._intercept, mse, _ = outcome.solution
+            self.train_mse_ = float(np.mean(mse))
+            return coef
+        coef, self._intercept, self.train_mse_ = ridge_refit(outcome.stats, self.alpha_, self.fit_intercept,
+                                                             self.kernel_.dtype)
         return coef
 
     def fold_models(self, indices: object = None, *, fold: int = 0) -> list[tuple[np.ndarray, LinearModels]]:
@@ -316,12 +332,21 @@ class RandomFeatureRidgeCV(_SearchCV, _RidgeRegressor):
         keep_models: bool = False,
         max_components: int = 8000,
         time_budget: float | None = 300.0,
+        nystroem_solver: str = "auto",
         store_posterior: bool = False,
         random_state: object = None,
     ) -> None:
         store_parameters(self, locals())
 
     _param_rules = {**SEARCH_RULES, "store_posterior": rule(check_bool)}
+
+    def _search_solver(self) -> str:
+        if not self.store_posterior:
+            return self.nystroem_solver
+        if self.nystroem_solver == "pcg":  # the posterior is taken from the statistics the CG never forms
+            raise ValueError("nystroem_solver='pcg' forms no statistics: store_posterior=True needs "
+                             "nystroem_solver='gram' (or 'auto')")
+        return "gram"
 
     def fit(self, X: np.ndarray | da.Array, y: np.ndarray | da.Array, sample_weight: object = None) -> RandomFeatureRidgeCV:
         """Search and refit, in one pass over X (one more for a median bandwidth, and for Nyström landmarks).
@@ -342,11 +367,15 @@ class RandomFeatureRidgeCV(_SearchCV, _RidgeRegressor):
         self._check_params()
         X, y, w = self._regression_targets(X, y, sample_weight)
         settings = self._settings(int(X.shape[0]), int(X.shape[1]))
-        stats = self._search(X, y, settings, None, w)
-        coef = self._ridge_refit(stats)
+        outcome = self._search(X, y, settings, None, w)
+        coef = self._ridge_refit(outcome)
         self._set_regression_coef(coef, y.ndim == 1)
         self.__dict__.pop("evidences_", None)
-        self._store_bayes(stats, coef, mse_from_stats(stats, coef, self._intercept), y.ndim == 1)
+        if outcome.solution is not None:  # the conjugate gradient's model: its weight and training MSE
+            self._store_bayes(None, coef, outcome.solution[2], y.ndim == 1, sum_weight=outcome.solution[3])
+        else:
+            stats = outcome.stats
+            self._store_bayes(stats, coef, mse_from_stats(stats, coef, self._intercept), y.ndim == 1)
         if isinstance(self.cv, str) and "log_evidence_" not in self.__dict__:  # cv="evidence": the chosen score
             self.log_evidence_ = self.best_score_
         return self
@@ -419,6 +448,7 @@ class RandomFeatureClassifierCV(_SearchCV, _RidgeClassifier):
         class_weight: object = None,
         max_components: int = 8000,
         time_budget: float | None = 300.0,
+        nystroem_solver: str = "auto",
         random_state: object = None,
     ) -> None:
         store_parameters(self, locals())
@@ -444,9 +474,9 @@ class RandomFeatureClassifierCV(_SearchCV, _RidgeClassifier):
         self._check_params()
         X, T, w = self._class_targets(X, y, sample_weight)
         settings = self._settings(int(X.shape[0]), int(X.shape[1]))
-        stats = self._search(X, T, settings, self.classes_, w)
+        outcome = self._search(X, T, settings, self.classes_, w)
         if self.loss == "squared":
-            self._set_class_coef(self._ridge_refit(stats))
+            self._set_class_coef(self._ridge_refit(outcome))
             return self
         if self.alpha_ <= 0:
             raise ValueError(f"loss={self.loss!r} needs a positive penalty: the search chose alpha=0; remove 0 from alphas")

@@ -129,7 +129,20 @@ _SEARCH_PARAMETERS = """
     time_budget : float or None, default=300.0
         With ``n_components="auto"``: seconds; no stage starts that is
         predicted (from the last stage's measured pass and algebra, scaled
-        by ``M^2`` and ``M^3``) to end later. None: no limit.
+        by ``M^2`` and ``M^3``, or by the plans' arithmetic when a stage
+        changes plan) to end later. None: no limit.
+    nystroem_solver : {"auto", "gram", "pcg"}, default="auto"
+        How a Nyström search solves its configurations. ``"gram"``: the
+        ``M x M`` statistics of one pass (``N M^2``). ``"pcg"``: each
+        (bandwidth, M) by Falkon's preconditioned conjugate gradient, all
+        penalties and the hold-out in the same passes, no ``M x M``
+        statistics on the workers, the chosen model from its solve on all
+        rows (:mod:`dxrf.search.pcg_search`); it needs ``cv`` a hold-out
+        fraction or mask, ``scoring="r2"`` and ``keep_models=False``.
+        ``"auto"``: the conjugate gradient where it can run and either its
+        estimated arithmetic is lower or the Gram's statistics would not fit
+        the workers (said in a warning); a growing search decides per stage.
+        ``search_solver_`` and ``search_plan_estimate_`` report the choice.
     random_state : int, RandomState, Generator or None
         Seeds the candidates and the selections. The candidates of bandwidth
         ``s`` are those of ``RandomFourierFeatures(M0, bandwidth=s,
@@ -176,10 +189,16 @@ _SEARCH_ATTRIBUTES = """
     growth_ : dict
         With ``n_components="auto"``: ``"stages"`` (per stage its
         ``n_components``, best ``validation_loss`` per M (``1 - score``),
-        ``bandwidths`` searched and ``seconds``), ``"chosen_stage"`` and
+        ``bandwidths`` searched, ``seconds`` and ``solver``), ``"chosen_stage"`` and
         ``"stop_reason"``. ``cv_results_`` is the chosen stage's.
     n_components_searched_ : ndarray of int
         With ``n_components="auto"``: every M a stage searched.
+    search_solver_ : {"gram", "pcg"}
+        The plan that solved the chosen configuration (a growing search's
+        stages also give theirs, as ``growth_["stages"][j]["solver"]``);
+        ``search_plan_estimate_`` its arithmetic against the other plan's
+        (a dict; absent for a grid only the Gram plan can solve). Models
+        saved before the search could take the conjugate gradient have neither.
     features_ : fitted selector, or the candidate map (for ``"none"``, and with ``candidate_ratio``)
         With ``features="nystroem"``: a fitted :class:`NystroemFeatures` with
         the chosen ``M`` landmarks (ordered by row index, as its own ``fit``

@@ -17,7 +17,7 @@ import warnings
 
 import numpy as np
 
-from dxrf.core.memory import check_statistics, checked_pass
+from dxrf.core.memory import check_statistics, checked_pass, format_bytes, statistics_bytes, worker_memory_limit
 from dxrf.core.options import resolve_options
 from dxrf.core.validation import is_dask, is_integer
 from dxrf.features.ard import learn_lengthscale_kinds
@@ -27,6 +27,7 @@ from dxrf.search.cv_splits import check_cv
 from dxrf.search.evaluate import GridErrors, fold_pairs, merge_errors, validate_grid
 from dxrf.search.grid import SearchGrid
 from dxrf.search.landmarks import validate_landmarks
+from dxrf.search.pcg_search import pcg_model, pcg_refusal, pcg_search, search_estimate
 from dxrf.search.refit import candidate_map, refit_features
 from dxrf.search.results import best_index, results_table, warn_at_edges
 from dxrf.search.scoring import class_codes, validation_accuracy
@@ -36,7 +37,7 @@ from dxrf.solvers.ridge_path import statistics_rtol
 from dxrf.stats.feature_stats import FeatureStats
 from dxrf.stats.accumulation import accumulate
 
-__all__ = ["SearchOutcome", "run_search", "ARD_ROWS"]
+__all__ = ["SearchOutcome", "run_search", "stage_plan", "ARD_ROWS"]
 
 #: rows of the sample whose exact GP evidence gives "ard" and "evidence" bandwidths their lengthscales (measured
 #: on kin40k: 8 s at 2000 rows, and the optimum of three starts from one; DESIGN.md)
@@ -54,7 +55,10 @@ class SearchOutcome:
     """
 
     attributes: dict
-    stats: FeatureStats
+    stats: FeatureStats | None
+    #: the conjugate gradient's search: the model ``(coef, intercept, train MSE per output, total weight)``
+    #: from its all-rows solve, instead of statistics to refit from
+    solution: tuple | None = None
 
 
 @dataclasses.dataclass
@@ -64,6 +68,9 @@ class _Plan:
     n_folds: int
     plain_first: bool
     seed: int = 0
+    solver: str = "gram"  # "pcg": every configuration by conjugate gradient (dxrf.search.pcg_search)
+    estimate: dict | None = None  # the two plans' arithmetic, for a Nystrom grid that either can solve
+    note: str | None = None  # why the Gram plan was left: said once the search runs
 
 
 @dataclasses.dataclass
@@ -122,7 +129,10 @@ def _plan(s: SearchSettings, X: object, T: object, classes: np.ndarray | None) -
     fits, said in one warning: first reading X twice (``"plain-first"``: the
     candidates' Gram at one bandwidth only), then fewer candidates (``M0``,
     never below the largest M). What cannot fit even so is refused, naming the
-    parameters to change. Returns the settings the search runs with.
+    parameters to change. A Nyström grid the conjugate gradient can solve
+    (:func:`~dxrf.search.pcg_search.pcg_refusal`) takes it instead where its
+    Gram would not fit with room for the tree merge, or where its estimate is
+    lower (``nystroem_solver="auto"``). Returns the settings the search runs with.
     """
     grid = s.grid
     # a splitter sees y as given to fit: the class labels, not the +-1 columns
@@ -150,11 +160,62 @@ def _plan(s: SearchSettings, X: object, T: object, classes: np.ndarray | None) -
             maps=1 if first else len(grid.bandwidths), groups=n_folds, X=X,
         )
 
+    refusal = pcg_refusal(s, kind)
+    if s.solver == "pcg" and refusal is not None:
+        raise ValueError(f"nystroem_solver='pcg' cannot run this search: {refusal}")
+    cg = s.nystroem and refusal is None and s.solver != "gram"
+    seed = resolve_seed(s.random_state)
+    estimate = search_estimate(s, int(X.shape[0]), int(X.shape[1]), 1 if T.ndim == 1 else int(T.shape[1]),
+                               dask_input=is_dask(X)) if cg else None
+    # a growing search's stages, and a grid the CG can take over, need the Gram to fit with room for its
+    # tree merge: a stage at the plain check's limit had its workers killed in the merge (kin40k, M = 4000
+    # on workers of 2 GiB: 9 partials of 256 MiB)
+    merge_room = s.nystroem and (s.growth is not None or (cg and s.solver == "auto"))
     try:
         check(grid.n_candidates, plain_first)
+        if merge_room:
+            _check_merge(grid.n_candidates, 1 if plain_first else len(grid.bandwidths), n_folds)
     except ValueError as refused:
+        if cg:  # the conjugate gradient holds M-vectors per worker, no M x M statistics
+            need = str(refused).rsplit(": use ", 1)[0]
+            return s, _Plan(kind, cv, n_folds, False, seed, "pcg", estimate,
+                            f"{need}; so the search solves each configuration by conjugate gradient (no M x M statistics)")
         s, plain_first = _plan_that_fits(s, plain_first, selecting, check, refused)
-    return s, _Plan(kind, cv, n_folds, plain_first, resolve_seed(s.random_state))
+    solver = "pcg" if cg and (s.solver == "pcg" or estimate["plan"] == "pcg") else "gram"
+    return s, _Plan(kind, cv, n_folds, plain_first, seed, solver, estimate)
+
+
+def _check_merge(m0: int, maps: int, groups: int) -> None:
+    """Refuse Gram statistics whose tree merge (``split_every + 1`` partials at once) would not fit a worker."""
+    limit = worker_memory_limit()
+    if limit is None:
+        return
+    partial, _ = statistics_bytes(m0, maps=maps, groups=groups)
+    held = (resolve_options().split_every + 1) * partial
+    if held > limit.nbytes:
+        raise ValueError(
+            f"n_components={m0} ({maps} feature map{'s' if maps != 1 else ''} x {groups} row groups) needs about "
+            f"{format_bytes(held)} per worker to merge its statistics ({resolve_options().split_every + 1} partial "
+            f"results of {format_bytes(partial)}) but {limit.source} is {format_bytes(limit.nbytes)}: use "
+            "fewer landmarks, fewer folds (cv), or more memory"
+        )
+
+
+def stage_plan(s: SearchSettings, X: object, T: object, classes: np.ndarray | None) -> tuple[str, float | None] | None:
+    """How the search ``s`` would run: ``(solver, estimated operations)``, or None when its plan cannot fit.
+
+    For a growing search's next stage: its time is predicted from the
+    estimate (None: no estimate, a grid only the Gram plan can solve).
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the search says it when it runs
+        try:
+            _, plan = _plan(s, X, T, classes)
+        except ValueError:
+            return None
+    if plan.estimate is None:
+        return plan.solver, None
+    return plan.solver, plan.estimate[f"{plan.solver}_ops"]
 
 
 def _fits(check: object, m0: int, first: bool) -> bool:
@@ -348,8 +409,12 @@ def run_search(
     weighted mean, and the refit's statistics are weighted.
     """
     s, plan = _plan(s, X, T, classes)
+    if plan.note is not None:
+        warnings.warn(plan.note, UserWarning, stacklevel=5)  # the estimator's caller
     clock = time.perf_counter()
     drawn, passes = _draw(s, X, T, sample_weight, plan.seed)
+    if plan.solver == "pcg":
+        return _run_pcg(X, T, s, plan, drawn, passes, clock, sample_weight)
     read = _Reader(X, T, s, plan, sample_weight)
 
     def rng_for() -> np.random.Generator:
@@ -384,4 +449,28 @@ def run_search(
     # wall seconds of the parts, as GridSearchCV's refit_time_: where a search's time goes
     attrs["search_times_"] = {"median": t_pass - clock, "pass": t_algebra - t_pass,
                               "algebra": time.perf_counter() - t_algebra - t_score, "scoring": t_score}
+    attrs.update(search_solver_="gram", **({} if plan.estimate is None else {"search_plan_estimate_": plan.estimate}))
     return SearchOutcome(attrs, stats)
+
+
+def _run_pcg(X: object, T: object, s: SearchSettings, plan: _Plan, drawn: _Drawn, passes: int, clock: float,
+             sample_weight: object) -> SearchOutcome:
+    """The search by conjugate gradient (:mod:`dxrf.search.pcg_search`): every configuration's passes, no refit."""
+    t_pass = time.perf_counter()
+    found = pcg_search(X, T, s, plan.cv, drawn.values, drawn.landmarks, plan.seed, sample_weight)
+    t_algebra = time.perf_counter()
+    results = results_table(s.grid, drawn.values, found.mse, found.r2, None, found.train_mse,
+                            found.train_r2 if s.return_train_score else None)
+    b, attrs = _chosen(s, results, drawn, plan, [()] * len(drawn.values))
+    attrs["n_passes_"] = passes + found.n_passes
+    i = int(np.flatnonzero(s.grid.n_components == attrs["best_params_"]["n_components"])[0])
+    features, solution = pcg_model(found, b, i, attrs["alpha_"])
+    del found  # the other configurations' solutions
+    attrs.update(features_=features, kernel_=features.kernel_, n_features_in_=features.kernel_.n_features_in,
+                 _fold_paths=None, _candidate_kernels=drawn.kernels,
+                 _grid_shape=(len(drawn.values), len(s.grid.variants), s.grid.n_components.size, s.grid.alphas.size))
+    # the passes are the conjugate gradient's, and their client algebra is inside them
+    attrs["search_times_"] = {"median": t_pass - clock, "pass": t_algebra - t_pass,
+                              "algebra": time.perf_counter() - t_algebra, "scoring": 0.0}
+    attrs.update(search_solver_="pcg", search_plan_estimate_=plan.estimate)
+    return SearchOutcome(attrs, None, solution)

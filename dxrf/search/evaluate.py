@@ -29,7 +29,7 @@ from dxrf.selection.select import select_features
 from dxrf.stats.feature_stats import FeatureStats
 from dxrf.search.grid import SearchGrid, Variant
 
-__all__ = ["GridErrors", "candidate_prefix", "merge_errors", "fold_pairs", "select_largest", "prefix", "r2_scores", "validate_grid"]
+__all__ = ["GridErrors", "candidate_prefix", "merge_errors", "fold_pairs", "select_largest", "prefix", "r2_scores", "r2_from_variance", "validate_grid"]
 
 
 def fold_pairs(groups: tuple[FeatureStats, ...], kfold: bool) -> list[tuple[FeatureStats, FeatureStats]]:
@@ -88,12 +88,18 @@ def prefix(selected: np.ndarray, scales: np.ndarray, m: int) -> tuple[np.ndarray
 def r2_scores(mse: np.ndarray, valid: FeatureStats) -> np.ndarray:
     """Coefficient of determination per penalty, averaged over outputs, from the MSE of shape ``(P, k)``.
 
-    ``1 - MSE_k / Var_k`` with the validation rows' own variance (as
-    scikit-learn's ``r2_score``: a constant output scores 1 when predicted
-    exactly, else 0).
+    With the validation rows' own variance (:func:`r2_from_variance`).
     """
     mean = valid.ysum / valid.n
-    var = np.maximum(np.diag(valid.yy) / valid.n - mean**2, 0.0)
+    return r2_from_variance(mse, np.maximum(np.diag(valid.yy) / valid.n - mean**2, 0.0))
+
+
+def r2_from_variance(mse: np.ndarray, var: np.ndarray) -> np.ndarray:
+    """``1 - MSE_k / Var_k`` averaged over the outputs ``k`` of ``mse`` (P, k) with the rows' variance ``var`` (k,).
+
+    As scikit-learn's ``r2_score``: a constant output scores 1 when predicted
+    exactly, else 0.
+    """
     with np.errstate(divide="ignore", invalid="ignore"):
         r2 = np.where(var > 0, 1.0 - mse / var, np.where(mse <= 1e-30, 1.0, 0.0))
     return r2.mean(axis=1)

@@ -71,6 +71,8 @@ class Stage:
     seconds_pass: float
     seconds_algebra: float
     seconds: float
+    solver: str = "gram"  # "pcg": its configurations solved by conjugate gradient
+    ops: float | None = None  # its plan's estimated operations (None: no estimate)
 
     @property
     def best(self) -> float:
@@ -95,7 +97,7 @@ class Growth:
         return {
             "stages": [
                 {"n_components": s.n_components, "validation_loss": [s.losses[m] for m in s.n_components],
-                 "bandwidths": s.n_bandwidths, "seconds": s.seconds}
+                 "bandwidths": s.n_bandwidths, "seconds": s.seconds, "solver": s.solver}
                 for s in self.stages
             ],
             "chosen_stage": self.chosen,
@@ -131,8 +133,17 @@ def _improves(better: float, worse: float, fraction: float) -> bool:
     return better < worse - fraction * abs(worse)
 
 
-def _predict(stage: Stage, m_next: int, bandwidths_next: int) -> float:
-    """Seconds of a stage at ``m_next`` features and ``bandwidths_next`` bandwidths, scaled from ``stage``."""
+def _predict(stage: Stage, m_next: int, bandwidths_next: int, plan: tuple[str, float | None] = ("gram", None)) -> float:
+    """Seconds of a stage at ``m_next`` features and ``bandwidths_next`` bandwidths, scaled from ``stage``.
+
+    ``plan`` is the next stage's ``(solver, estimated operations)``. Between
+    two Gram stages the pass scales by ``M^2`` and the algebra by ``M^3``;
+    where either stage is solved by conjugate gradient, the seconds scale by
+    the two plans' estimated operations (the same units).
+    """
+    solver, ops = plan
+    if (stage.solver != "gram" or solver != "gram") and ops and stage.ops:
+        return stage.seconds * ops / stage.ops
     r = m_next / stage.largest
     other = max(0.0, stage.seconds - stage.seconds_pass - stage.seconds_algebra)
     return (stage.seconds_pass * r**2 * bandwidths_next / stage.n_bandwidths
@@ -144,7 +155,7 @@ def grow(
     first: Sequence[int],
     n_rows: int,
     budget: GrowthBudget,
-    fits: Callable[[int], bool] = lambda m: True,
+    fits: Callable[[int], tuple[str, float | None] | None] = lambda m: ("gram", None),
     clock: Callable[[], float] | None = None,
 ) -> Growth:
     """Run stages while the largest M pays off and the next stage fits the budget.
@@ -162,7 +173,8 @@ def grow(
         Rows of X: no stage asks for more than ``1 / MAX_ROW_FRACTION`` of them as features.
     budget : GrowthBudget
     fits : callable
-        ``fits(m)``: whether a stage of ``m`` features fits the workers' memory.
+        ``fits(m)``: the plan of a stage of ``m`` features, ``(solver,
+        estimated operations or None)``, or None when none fits the workers' memory.
     clock : callable, optional
         Seconds since the search began (default: measured from this call).
 
@@ -193,10 +205,11 @@ def grow(
         if m_next > n_rows // MAX_ROW_FRACTION:
             reason = f"M={m_next} would exceed half of the {n_rows} rows"
             break
-        if not fits(m_next):
+        plan = fits(m_next)
+        if plan is None:
             reason = f"M={m_next} would not fit the workers' memory"
             break
-        predicted = _predict(last, m_next, 1)
+        predicted = _predict(last, m_next, 1, plan)
         if budget.time_budget is not None and clock() + predicted > budget.time_budget:
             reason = (f"M={m_next} was predicted to take {predicted:.0f} s, past time_budget={budget.time_budget:g} s "
                       f"({clock():.0f} s spent)")

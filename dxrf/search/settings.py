@@ -64,6 +64,7 @@ class SearchSettings:
     scoring: str
     random_state: object
     growth: GrowthBudget | None = None  # n_components="auto": grow M in stages within this budget
+    solver: str = "auto"  # Nystrom configurations: "gram" statistics, "pcg" conjugate gradient, or the cheaper
 
     @property
     def nystroem(self) -> bool:

@@ -17,8 +17,7 @@ import warnings
 
 import numpy as np
 
-from dxrf.core.memory import check_statistics
-from dxrf.search.driver import SearchOutcome, run_search
+from dxrf.search.driver import SearchOutcome, run_search, stage_plan
 from dxrf.search.grid import parse_bandwidth
 from dxrf.search.growth import Stage, first_stage_components, grow, stage_losses
 from dxrf.search.settings import SearchSettings
@@ -90,19 +89,15 @@ def _grown(X: object, T: object, s: SearchSettings, classes: np.ndarray | None, 
             chosen["bandwidth"] = attrs["bandwidth_"]
             chosen["text"] = attrs["best_params_"]["bandwidth"]
         chosen["alpha"] = attrs["alpha_"]  # the next stage's penalties surround the last one's choice
-        spent = attrs["search_times_"]
+        spent, solver, estimate = attrs["search_times_"], attrs["search_solver_"], attrs.get("search_plan_estimate_")
         stage = Stage(sorted(int(m) for m in ms), stage_losses(attrs["cv_results_"]), len(stage_s.grid.bandwidths),
-                      spent["pass"], spent["algebra"], time.perf_counter() - t0)
+                      spent["pass"], spent["algebra"], time.perf_counter() - t0, solver,
+                      None if estimate is None else estimate[f"{solver}_ops"])
         return outcome, stage
 
-    groups = s.cv if isinstance(s.cv, int) else 1 if isinstance(s.cv, str) and s.cv == "evidence" else 2
-
-    def fits(m: int) -> bool:
-        try:
-            check_statistics(m, "n_components", "", maps=1, groups=groups, X=X)
-        except ValueError:
-            return False
-        return True
+    def fits(m: int) -> tuple[str, float | None] | None:
+        # the next stage's plan as run_search will make it (the Gram's statistics, or the conjugate gradient)
+        return stage_plan(_stage_settings(s, [m], chosen["bandwidth"], chosen["alpha"]), X, T, classes)
 
     first = first_stage_components(n_rows, len(s.grid.bandwidths), budget)
     growth = grow(run_stage, first, n_rows, budget, fits)
@@ -123,4 +118,4 @@ def _grown(X: object, T: object, s: SearchSettings, classes: np.ndarray | None, 
         attrs["best_params_"] = {**attrs["best_params_"], "bandwidth": chosen["text"]}
     attrs["growth_"] = growth.as_dict()
     attrs["n_components_searched_"] = np.array(sorted({m for st in stages for m in st.n_components}), dtype=np.int64)
-    return SearchOutcome(attrs, outcome.stats)
+    return dataclasses.replace(outcome, attributes=attrs)

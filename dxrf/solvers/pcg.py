@@ -40,6 +40,10 @@ import dataclasses
 import time
 
 import numpy as np
+import scipy.linalg
+from scipy.linalg.blas import dtrmm
+from scipy.linalg.lapack import dtrtri
+
 from dxrf.core.options import Options, resolve_options
 from dxrf.core.validation import is_dask
 from dxrf.engine import Pass, check_block, run_pass, ship
@@ -47,10 +51,11 @@ from dxrf.engine.cache import CachePlan, feature_cache, plan_cache
 from dxrf.engine.split import block_groups
 from dxrf.kernels.kernel import FeatureKernel
 from dxrf.kernels.landmark_products import LandmarkProducts, kernel_values, split_products, sub_rows_for
-from dxrf.features.nystroem import landmark_gram, landmark_kind
+from dxrf.features.nystroem import NystroemFeatures, landmark_gram, landmark_kind
 from dxrf.solvers.falkon import falkon_factors
+from dxrf.stats.feature_stats import is_upper_triangular
 
-__all__ = ["PCGResult", "pcg_ridge", "check_distinct_landmarks", "products_pass"]
+__all__ = ["PCGResult", "pcg_ridge", "pcg_coef", "check_distinct_landmarks", "products_pass"]
 
 
 @dataclasses.dataclass
@@ -76,6 +81,9 @@ class PCGResult:
     cache: CachePlan | None = None  # whether the kernel values were computed once and kept for every pass
     factor: np.ndarray | None = None  # with keep_factor: L = T^T, the lower Cholesky factor of K_LL + delta I
     seconds: np.ndarray | None = None  # (n_iter, 2): each iteration's pass, and its algebra on the client
+    variance: np.ndarray | None = None  # (k,): the targets' weighted variance on all rows
+    validation_variance: np.ndarray | None = None  # (k,): the same on the validation rows (with a split)
+    sum_weight: float = 0.0  # the rows' total weight
 
 
 def check_distinct_landmarks(kernel: FeatureKernel) -> None:
@@ -141,6 +149,12 @@ def _columns_of(sums: LandmarkProducts, S: float, fit_intercept: bool) -> tuple[
     kbar = sums.ksum / S if fit_intercept else np.zeros(m)
     ybar = sums.ysum / S if fit_intercept else np.zeros(sums.ysum.shape)
     return kbar, ybar, sums.ky / S - np.outer(kbar, ybar)
+
+
+def _variance(sums: LandmarkProducts) -> np.ndarray:
+    """The targets' weighted variance per output on the rows of ``sums`` (the R^2's denominator)."""
+    mean = sums.ysum / sums.n
+    return np.maximum(sums.yy / sums.n - mean * mean, 0.0)
 
 
 def _scored_mse(beta: np.ndarray, Gb: np.ndarray, kbar: np.ndarray, ybar: np.ndarray, v: LandmarkProducts) -> np.ndarray:
@@ -232,7 +246,7 @@ def pcg_ridge(
     m = kernel.n_base
     # one M x M array: K's own (row-major K is factored in place); plain CG keeps K for K v
     # the jitter follows the precision of the kernel values the passes compute (falkon module)
-    factors = falkon_factors(landmark_gram(kernel.W, landmark_kind(kernel), kernel.bandwidth), alphas,
+    factors = falkon_factors(landmark_gram(kernel.W, landmark_kind(kernel), kernel.effective_bandwidth), alphas,
                              identity=not precondition, overwrite_k=precondition,
                              eps=float(np.finfo(np.dtype(kernel.dtype)).eps))
     split, mask = _split_spec(validation, validation_seed)
@@ -360,13 +374,39 @@ def pcg_ridge(
     return PCGResult(fits[chosen], intercepts[chosen], it, 1 + it, np.asarray(history), not active.any(),
                      alpha=float(alphas[chosen]), alphas=alphas, betas=fits, intercepts=intercepts,
                      validation_mse=scores, train_mse=fitted.reshape(n_alpha, k), cache=plan, factor=factor,
-                     seconds=np.asarray(seconds, dtype=np.float64).reshape(-1, 2))
+                     seconds=np.asarray(seconds, dtype=np.float64).reshape(-1, 2), variance=_variance(total),
+                     validation_variance=_variance(first[1]) if held_out else None, sum_weight=float(total.n))
 
 
 def _tiled(v: LandmarkProducts, times: int) -> LandmarkProducts:
     """The validation sums with their per-output columns repeated for each penalty."""
     return LandmarkProducts(ky=np.tile(v.ky, times), ksum=v.ksum, ysum=np.tile(v.ysum, times),
                             yy=np.tile(v.yy, times), n=v.n)
+
+
+def pcg_coef(features: NystroemFeatures, result: object, beta: np.ndarray, deferred: bool) -> np.ndarray:
+    """The coefficients on the fitted map's features of a landmark-basis solution ``beta`` (M, k) of ``result``.
+
+    ``deferred``: the map was fitted with its Cholesky whitening deferred
+    (``features._defer_whitening``); it is whitened here by ``R^{-1}`` for the
+    solver's factor ``R = L^T`` (in the factor's memory, which ``result``
+    gives up), and the coefficients are ``R beta``. Otherwise the features are
+    ``k(x, L) T`` and their coefficients solve ``T theta = beta``.
+    """
+    if not deferred:
+        T = features.kernel_.transform_matrix
+        if is_upper_triangular(T):
+            return scipy.linalg.solve_triangular(T, beta, lower=False, check_finite=False)
+        return scipy.linalg.solve(T, beta, check_finite=False)
+    L = result.factor
+    result.factor = None
+    coef = dtrmm(1.0, L, np.asfortranarray(beta), lower=1, trans_a=1)  # k R^{-1} (R beta) = k beta
+    L_inv, info = dtrtri(L, lower=1, overwrite_c=1)  # in place: the model keeps one M x M array
+    if info != 0:  # a zero pivot: cannot happen after a successful factorisation
+        raise ValueError(f"the landmarks' Cholesky factor is singular (LAPACK dtrtri info={info})")
+    # R^{-1} = L^{-T}: row-major, as the map's own Cholesky whitening (the same products, saved and loaded)
+    features._set_cholesky_whitening(L_inv.T)
+    return np.ascontiguousarray(coef)
 
 
 # -- the plan: Gram or conjugate gradient -------------------------------------------------------

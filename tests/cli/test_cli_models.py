@@ -192,6 +192,15 @@ def test_fit_shows_the_nystroem_plan(scheduler, datasets, tmp_path):
     assert "plan:         pcg (estimate" in proc.stdout and "CG iterations" in proc.stdout
     model = dxrf.load(tmp_path / "ny.model")  # the plan's attributes are saved with the model
     assert model.solver_ == "pcg" and model.n_iter_ >= 1 and model.pcg_history_.size == model.n_iter_
+    # the default (growing, Nystrom) search by conjugate gradient, on its hold-out
+    proc = run_dxrf("fit", paths["reg", "train"], "--bandwidth", "1,2", "--max-components", "64", "--cv", "0.2",
+                    "--solver", "pcg", "--out", str(tmp_path / "cg.model"), "--scheduler", scheduler)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "plan:         pcg (estimate" in proc.stdout and "s, conjugate gradient)" in proc.stdout
+    assert dxrf.load(tmp_path / "cg.model").search_solver_ == "pcg"
+    proc = run_dxrf("fit", paths["reg", "train"], "--bandwidth", "1,2", "--max-components", "64", "--cv", "3",
+                    "--solver", "pcg", "--out", str(tmp_path / "k"), "--scheduler", scheduler)
+    assert proc.returncode == 2 and "validates on a hold-out" in proc.stderr
     proc = run_dxrf("fit", paths["reg", "train"], "--features", "nystroem", "--n-components", "40", "--select", "eerf",
                     "--out", str(tmp_path / "x"), "--scheduler", scheduler)
     assert proc.returncode == 2 and proc.stderr.startswith("dxrf: error:") and "nystroem" in proc.stderr

@@ -50,7 +50,7 @@ def test_stops_at_the_limits(budget, rows, reason):
 
 
 def test_stops_when_the_next_stage_would_not_fit_memory_or_time():
-    g = grow(_runner(lambda m: 1.0 / m), [500, 1000], 10**6, GrowthBudget(time_budget=None), fits=lambda m: m < 2000)
+    g = grow(_runner(lambda m: 1.0 / m), [500, 1000], 10**6, GrowthBudget(time_budget=None), fits=lambda m: ("gram", None) if m < 2000 else None)
     assert g.stop_reason == "M=2000 would not fit the workers' memory"
     # a stage of 10 s (3 bandwidths) at M = 1000 predicts, at M = 2000 and one bandwidth,
     # 6 * 4 / 3 + 3 * 8 / 3 + 1 = 17 s: past a budget of 20 s when 5 s are spent

@@ -76,6 +76,28 @@ def test_solution_equals_dense_solve(problem, fit_intercept):
     assert res.history.shape == (res.n_iter,) and res.history[-1] <= 1e-12
 
 
+def test_per_column_lengthscales_solve_their_own_system(problem):
+    """The preconditioner and the penalty are the lengthscales' K_LL (once the isotropic one of bandwidth 1:
+    the solve then converged slowly to another system's solution)."""
+    X, Y, w, L, _ = problem
+    ell = np.array([0.6, 1.5, 3.0, 0.9])
+    kernel = landmark_kernel(np.ascontiguousarray(L.T), "gaussian", ell, whiten=False)
+    Kn, K = kernel.base(X), landmark_gram(kernel.W, "gaussian", ell)
+    S = w.sum()
+    kb, yb = w @ Kn / S, w @ Y / S
+    C = (Kn * w[:, None]).T @ Kn / S - np.outer(kb, kb)
+    beta = np.linalg.solve(C + ALPHA * K, (Kn * w[:, None]).T @ Y / S - np.outer(kb, yb))
+    res = pcg_ridge(X, Y, kernel, ALPHA, sample_weight=w, tol=1e-12, max_iter=300)
+    assert res.converged and rel(res.beta, beta) < 1e-6
+    scalar = pcg_ridge(X, Y, landmark_kernel(np.ascontiguousarray(L.T), "gaussian", 1.2, whiten=False), ALPHA,
+                       sample_weight=w, tol=1e-12, max_iter=300)
+    assert res.n_iter <= 2 * scalar.n_iter  # preconditioned as well as an isotropic kernel
+    # the estimators: the conjugate gradient's model is the Gram plan's
+    fits = [RandomFeatureRidge(NystroemFeatures(60, bandwidth=ell, random_state=0), alpha=ALPHA, solver=s, tol=1e-12,
+                               max_iter=300).fit(X, Y) for s in ("gram", "pcg")]
+    np.testing.assert_allclose(fits[1].predict(X), fits[0].predict(X), rtol=1e-6, atol=1e-8)
+
+
 def test_preconditioner_cuts_iterations_threefold(problem):
     X, Y, _, _, kernel = problem
     pre = pcg_ridge(X, Y, kernel, ALPHA, tol=1e-8, max_iter=300)
