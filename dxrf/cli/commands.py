@@ -259,7 +259,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
 def _info_model(path: str, options: dict | None, not_data: Exception | None = None) -> int:
     """``dxrf info`` on a model file: what it is, its features and bandwidth, what it was fitted on, what it predicts."""
     import dxrf
-    from dxrf.cli.models import fitted_bandwidth
+    from dxrf.cli.fit_summary import fitted_bandwidth
     from dxrf.features.maps import format_bandwidth
 
     try:

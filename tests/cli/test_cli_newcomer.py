@@ -386,12 +386,13 @@ def test_results_on_stdout_stay_clean_and_bars_go_to_a_terminal_only(fitted, tmp
     assert out.strip() and "\r" not in out and "\x1b" not in out, out
     assert "% |" in terminal and "[#" in terminal, terminal
     # --quiet: nothing on the terminal
-    rc, terminal = _run_with_pty([*args, *sched, "--quiet", "--overwrite"] if command == "predict"
-                                 else [*args, *sched, "--quiet"], tmp_path / "out2.txt", show_all)
+    # the later runs write to the same destination: predict and fit replace it
+    again = ["--overwrite"] if command in ("predict", "fit") else []
+    rc, terminal = _run_with_pty([*args, *sched, "--quiet", *again], tmp_path / "out2.txt", show_all)
     assert rc == 0 and terminal == "", terminal
     assert (tmp_path / "out2.txt").read_text().splitlines()[-1] == out.splitlines()[-1]
     # stderr not a terminal (a pipe or a log file): no bar, stdout clean
-    proc = run_dxrf(*args, *sched, *(["--overwrite"] if command == "predict" else []), env_extra=show_all)
+    proc = run_dxrf(*args, *sched, *again, env_extra=show_all)
     assert proc.returncode == 0 and proc.stderr == "" and "\r" not in proc.stdout and "\x1b" not in proc.stdout
 
 
