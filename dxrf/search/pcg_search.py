@@ -26,6 +26,7 @@ from sklearn.exceptions import ConvergenceWarning
 from dxrf.core.options import resolve_options
 from dxrf.engine.cache import plan_cache
 from dxrf.features.nystroem import NystroemFeatures
+from dxrf.search.refit import landmark_prefix_map
 from dxrf.search.evaluate import r2_from_variance
 from dxrf.search.settings import SearchSettings
 from dxrf.solvers.landmark_solve import landmark_values
@@ -100,17 +101,6 @@ class PCGSearch:
     n_iter: list  # per configuration, in (bandwidth, M) order
 
 
-def _landmark_map(s: SearchSettings, rows: np.ndarray, L: np.ndarray, m: int, bandwidth: object,
-                  seed: int) -> NystroemFeatures:
-    """The first ``m`` landmarks of the race as a fitted map with its Cholesky whitening deferred (as the Gram refit orders them)."""
-    order = np.argsort(rows[:m], kind="stable")
-    features = NystroemFeatures(m, kernel=s.kernel, bandwidth=bandwidth, whitening="cholesky", dtype=s.dtype,
-                                random_state=seed)
-    features._defer_whitening = True  # the solver's factor whitens the chosen one
-    features._set_landmarks(L[order], rows[order], bandwidth, 1)
-    return features
-
-
 def pcg_search(X: object, T: object, s: SearchSettings, cv: object, values: list, landmarks: tuple, seed: int,
                sample_weight: object = None) -> PCGSearch:
     """Solve and score every (bandwidth, M) of ``s.grid`` by conjugate gradient on the hold-out ``cv``.
@@ -121,7 +111,6 @@ def pcg_search(X: object, T: object, s: SearchSettings, cv: object, values: list
     """
     grid = s.grid
     alphas = np.asarray(grid.alphas, dtype=np.float64)
-    rows, L = landmarks
     Y = T if T.ndim == 2 else T.reshape(-1, 1)
     shape = (1, 1, grid.n_components.size, alphas.size)
     mse, r2 = [np.full(shape, np.nan) for _ in values], [np.full(shape, np.nan) for _ in values]
@@ -132,7 +121,8 @@ def pcg_search(X: object, T: object, s: SearchSettings, cv: object, values: list
     options = resolve_options()
     for b, value in enumerate(values):
         for i, m in enumerate(int(v) for v in grid.n_components):
-            features = _landmark_map(s, rows, L, m, value, seed)
+            # the map the Gram plan's refit would make, whitened by the solver's factor (no second factorisation)
+            features = landmark_prefix_map(s, landmarks, m, value, seed, "cholesky", defer_whitening=True)
             result = pcg_ridge(
                 X, Y, landmark_values(features.kernel_), alphas, sample_weight=sample_weight,
                 fit_intercept=s.fit_intercept, tol=SEARCH_TOL, max_iter=SEARCH_MAX_ITER, options=options,

@@ -14,7 +14,7 @@ from dxrf.selection.selectors import EnergyScoreSelector, KernelAlignmentSelecto
 from dxrf.solvers.ridge_path import mse_from_stats, ridge_path, solve_ridge
 from dxrf.stats.feature_stats import FeatureStats
 
-__all__ = ["candidate_map", "refit_features", "ridge_refit"]
+__all__ = ["candidate_map", "landmark_prefix_map", "refit_features", "ridge_refit"]
 
 
 def candidate_map(s: SearchSettings, n_candidates: int, bandwidth: float | str, seed: int | None) -> RandomFourierFeatures:
@@ -49,13 +49,8 @@ def refit_features(
     variant = Variant(params["selection"], params.get("lam"), params.get("rho"))
     m, m0 = params["n_components"], s.grid.n_candidates
     if s.nystroem:
-        # the first M landmarks in NystroemFeatures' order (by row index), with the validation's
-        # own map of them: bitwise the one NystroemFeatures makes, at no second whitening
-        rows, L = drawn
-        order = np.argsort(rows[:m], kind="stable")
-        features = NystroemFeatures(m, kernel=s.kernel, bandwidth=bandwidth, whitening=whitened.whitening,
-                                    dtype=s.dtype, random_state=seed)
-        features._set_landmarks(L[order], rows[order], bandwidth, 1, kernel=whitened.kernel)
+        # with the validation's own map of them: bitwise the one NystroemFeatures makes, at no second whitening
+        features = landmark_prefix_map(s, drawn, m, bandwidth, seed, whitened.whitening, kernel=whitened.kernel)
         return features, features.kernel_, whitened.total
     total = sum(groups)
     if variant.criterion is not None and s.grid.candidate_ratio is None:
@@ -72,6 +67,24 @@ def refit_features(
         idx, scales = select_largest(candidate_prefix(total, p), variant, m, rng_for(), task=s.task)
         scales = scales * np.sqrt(m0 / p)
     return drawn, drawn.kernel_.subset(idx, scales), total.subset(idx, scales)
+
+
+def landmark_prefix_map(s: SearchSettings, landmarks: tuple, m: int, bandwidth: object, seed: int, whitening: str,
+                        *, kernel: object = None, defer_whitening: bool = False) -> NystroemFeatures:
+    """The fitted Nyström map of the first ``m`` landmarks of the race ``landmarks = (rows, L)``.
+
+    In ``NystroemFeatures``' own order (by row index). ``kernel``: its map
+    already made (the search's validated one); ``defer_whitening``: a
+    Cholesky whitening the conjugate gradient's factor sets afterwards.
+    """
+    rows, L = landmarks
+    order = np.argsort(rows[:m], kind="stable")
+    features = NystroemFeatures(m, kernel=s.kernel, bandwidth=bandwidth, whitening=whitening, dtype=s.dtype,
+                                random_state=seed)
+    if defer_whitening:
+        features._defer_whitening = True
+    features._set_landmarks(L[order], rows[order], bandwidth, 1, kernel=kernel)
+    return features
 
 
 def ridge_refit(stats: FeatureStats, alpha: float, fit_intercept: bool,
