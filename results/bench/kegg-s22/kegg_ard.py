@@ -7,6 +7,9 @@ name, split, rows, restarts, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[
 ds = _load_uci(name, split=split)
 X, y, Xt, yt = ds.X_train, ds.y_train, ds.X_test, ds.y_test
 rng = np.random.default_rng(seed)
+from sklearn.preprocessing import QuantileTransformer
+if len(sys.argv) > 7:
+    qt = QuantileTransformer(output_distribution="normal", n_quantiles=1000, subsample=100000, random_state=0).fit(X); X = qt.transform(X); Xt = qt.transform(Xt)
 mu, sd = X.mean(0), X.std(0); sd[sd == 0] = 1
 X = (X - mu) / sd; Xt = (Xt - mu) / sd
 ym, ys = y.mean(), y.std(); y = (y - ym) / ys; yt = (yt - ym) / ys
