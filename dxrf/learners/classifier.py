@@ -12,7 +12,7 @@ from dxrf.core.labels import encode_classes
 from dxrf.core.options import CACHE_SETTINGS, Options, resolve_options
 from dxrf.engine.cache import CachePlan
 from dxrf.core.persistable import fitted
-from dxrf.core.validation import check_choice, check_int, check_nonnegative, check_parameters, is_dask, rule
+from dxrf.core.validation import check_choice, check_int, check_nonnegative, check_parameters, check_positive_float, is_dask, rule
 from dxrf.core.weights import check_class_weight, check_sample_weight, combined_weight
 from dxrf.learners._base import RandomFeatureModel, is_selector, linear_predict
 from dxrf.learners.pcg_plan import PCGPlanMixin
@@ -34,6 +34,7 @@ CLASSIFIER_RULES = {
     "loss": rule(check_choice, choices=LOSSES),
     "cache_features": rule(check_choice, choices=CACHE_SETTINGS),
     "class_weight": rule(check_class_weight, named=False),
+    "validation_tol": rule(check_positive_float, passes=(None,)),
     **SOLVER_RULES,
     **RIDGE_RULES,
 }
@@ -225,6 +226,9 @@ class RandomFeatureClassifier(PCGPlanMixin, PartialFitMixin, _RidgeClassifier):
     tol : float, default=1e-8
         Logistic gradient tolerance, or the conjugate gradient's relative residual
         (positive) with ``solver="pcg"``.
+    validation_tol : float or None, default=1e-4
+        ``solver_ == "pcg"`` with validation rows: a penalty's conjugate gradient also
+        stops once its validation MSE has settled (as in :class:`RandomFeatureRidge`).
     hessian_rows : "auto", int or None, default="auto"
         Rows sampled for each Hessian of the Newton solver (gradients use every
         row); None for exact Hessians. See
@@ -278,7 +282,7 @@ class RandomFeatureClassifier(PCGPlanMixin, PartialFitMixin, _RidgeClassifier):
 
     _fitted_schema = fitted(
         RIDGE_FITTED, classes_="labels", n_iter_="int", solver_="str?", hessian_rows_="int?", converged_="bool?",
-        pcg_history_="numbers?", pcg_seconds_="numbers?", plan_estimate_="dict?",
+        pcg_history_="numbers?", pcg_validation_path_="numbers?", pcg_seconds_="numbers?", plan_estimate_="dict?",
         feature_cache_="str?", feature_cache_bytes_="int?",
     )
 
@@ -294,6 +298,7 @@ class RandomFeatureClassifier(PCGPlanMixin, PartialFitMixin, _RidgeClassifier):
         solver: str = "auto",
         max_iter: int = 100,
         tol: float = 1e-8,
+        validation_tol: float | None = 1e-4,
         hessian_rows: int | str | None = "auto",
         class_weight: object = None,
         validation_seed: int = 0,
@@ -309,6 +314,7 @@ class RandomFeatureClassifier(PCGPlanMixin, PartialFitMixin, _RidgeClassifier):
         self.solver = solver
         self.max_iter = max_iter
         self.tol = tol
+        self.validation_tol = validation_tol
         self.hessian_rows = hessian_rows
         self.class_weight = class_weight
         self.validation_seed = validation_seed

@@ -42,7 +42,7 @@ class PCGPlanMixin:
 
     def _choose_plan(self, X: object, k: int, grid: object, validation: object) -> bool:
         """Set ``solver_`` and ``plan_estimate_``; True when the CG plan is taken."""
-        for name in ("plan_estimate_", "pcg_history_", "pcg_seconds_", "feature_cache_", "feature_cache_bytes_"):  # nothing left from an earlier fit's plan
+        for name in ("plan_estimate_", "pcg_history_", "pcg_validation_path_", "pcg_seconds_", "feature_cache_", "feature_cache_bytes_"):  # nothing left from an earlier fit's plan
             self.__dict__.pop(name, None)
         self.n_iter_ = 1  # the Gram plan's one solve; the conjugate gradient's iterations replace it
         solver = self._plan_solver()
@@ -95,6 +95,7 @@ class PCGPlanMixin:
             sample_weight=w, fit_intercept=self.fit_intercept, tol=float(self.tol), max_iter=int(self.max_iter),
             options=resolve_options(cache_features=getattr(self, "cache_features", None)), validation=check_validation(validation, int(X.shape[0])),
             validation_seed=int(self.validation_seed), keep_factor=deferred,
+            validation_tol=None if self.validation_tol is None else float(self.validation_tol),
         )
         for name in ("alphas_", "validation_errors_"):  # nothing left from an earlier fit's grid
             self.__dict__.pop(name, None)
@@ -116,6 +117,8 @@ class PCGPlanMixin:
         self.feature_cache_, self.feature_cache_bytes_ = result.cache.status, int(result.cache.estimate)
         self.n_iter_ = result.n_iter
         self.pcg_history_ = result.history
+        if result.validation_path is not None:
+            self.pcg_validation_path_ = result.validation_path
         self.pcg_seconds_ = result.seconds
         self._intercept = result.intercept
         coef = pcg_coef(features, result, result.beta, deferred)

@@ -8,7 +8,7 @@ from sklearn.base import RegressorMixin
 
 from dxrf.core.errors import ModelFormatError
 from dxrf.core.persistable import MODEL, fitted
-from dxrf.core.validation import check_bool, check_int, check_nonnegative, check_parameters, rule
+from dxrf.core.validation import check_bool, check_int, check_nonnegative, check_parameters, check_positive_float, rule
 from dxrf.core.weights import check_sample_weight
 from dxrf.stats.feature_stats import FeatureStats
 from dxrf.learners._base import RandomFeatureModel, TargetScaleMixin, is_evidence, linear_predict, linear_predict_quad
@@ -242,11 +242,13 @@ class _RidgeRegressor(_RidgeSolveMixin, TargetScaleMixin, RegressorMixin, Random
 
 
 #: the plan of a ridge fit: which solver, its estimate and, for the conjugate gradient, its iterations
-PLAN_FITTED = fitted(solver_="str?", n_iter_="int?", pcg_history_="numbers?", pcg_seconds_="numbers?",
+PLAN_FITTED = fitted(solver_="str?", n_iter_="int?", pcg_history_="numbers?", pcg_validation_path_="numbers?",
+                     pcg_seconds_="numbers?",
                      plan_estimate_="dict?", feature_cache_="str?", feature_cache_bytes_="int?")
 
 #: the ridge regressor's own parameters: the plan's solver and the conjugate gradient's stopping rule
-PLAN_RULES = {"max_iter": rule(check_int, low=1), "tol": rule(check_nonnegative, what="a finite number >= 0")}
+PLAN_RULES = {"max_iter": rule(check_int, low=1), "tol": rule(check_nonnegative, what="a finite number >= 0"),
+              "validation_tol": rule(check_positive_float, passes=(None,))}
 
 
 class RandomFeatureRidge(PCGPlanMixin, PartialFitMixin, _RidgeRegressor):
@@ -301,6 +303,11 @@ class RandomFeatureRidge(PCGPlanMixin, PartialFitMixin, _RidgeRegressor):
         residual is below ``tol`` times its first (must be positive for ``"pcg"``).
     max_iter : int, default=100
         Conjugate-gradient iterations (passes after the first) at most.
+    validation_tol : float or None, default=1e-4
+        With ``solver_ == "pcg"`` and validation rows: a penalty's conjugate
+        gradient also stops once its validation MSE has moved by less than
+        ``validation_tol`` (relative) in each of the last 5 iterations, long
+        before a tight ``tol`` (:func:`dxrf.solvers.pcg.pcg_ridge`). None: ``tol`` alone.
 
     Attributes
     ----------
@@ -346,7 +353,8 @@ class RandomFeatureRidge(PCGPlanMixin, PartialFitMixin, _RidgeRegressor):
         The plan taken; ``plan_estimate_`` (a dict) holds the estimate ``"auto"`` compared.
     n_iter_ : int
         Conjugate-gradient iterations (1 for the Gram plan's solve); ``pcg_history_`` the
-        largest relative residual after each, and ``pcg_seconds_`` (``n_iter_ x 2``) the
+        largest relative residual after each, ``pcg_validation_path_`` (``n_iter_ x P``,
+        with validation rows) each penalty's validation MSE after each, and ``pcg_seconds_`` (``n_iter_ x 2``) the
         seconds of each one's pass and of its algebra on the client (the preconditioner's
         triangular solves), to see where a slow solve spends its time.
     feature_cache_ : {"cached", "recomputed"}
@@ -383,6 +391,7 @@ class RandomFeatureRidge(PCGPlanMixin, PartialFitMixin, _RidgeRegressor):
         solver: str = "auto",
         tol: float = 1e-8,
         max_iter: int = 100,
+        validation_tol: float | None = 1e-4,
     ) -> None:
         self.features = features
         self.alpha = alpha
@@ -395,6 +404,7 @@ class RandomFeatureRidge(PCGPlanMixin, PartialFitMixin, _RidgeRegressor):
         self.solver = solver
         self.tol = tol
         self.max_iter = max_iter
+        self.validation_tol = validation_tol
 
     def fit(self, X: np.ndarray | da.Array, y: np.ndarray | da.Array, sample_weight: object = None) -> RandomFeatureRidge:
         """Fit in one pass over X.

@@ -32,7 +32,7 @@ from dxrf.search.settings import SearchSettings
 from dxrf.solvers.landmark_solve import landmark_values
 from dxrf.solvers.pcg import pcg_coef, pcg_iterations, pcg_ridge, plan_estimate
 
-__all__ = ["SEARCH_TOL", "SEARCH_MAX_ITER", "PCGSearch", "pcg_refusal", "search_estimate", "pcg_search", "pcg_model"]
+__all__ = ["SEARCH_TOL", "SEARCH_MAX_ITER", "SEARCH_VALIDATION_TOL", "PCGSearch", "pcg_refusal", "search_estimate", "pcg_search", "pcg_model"]
 
 #: the conjugate gradient's relative residual in a search: a validation MSE needs far less than
 #: a model's last digits (kin40k, M = 2000: the hold-out MSE agreed with the Gram's to 1e-5
@@ -40,6 +40,9 @@ __all__ = ["SEARCH_TOL", "SEARCH_MAX_ITER", "PCGSearch", "pcg_refusal", "search_
 SEARCH_TOL = 1e-6
 #: iterations at most per configuration (a configuration that stops here is warned about)
 SEARCH_MAX_ITER = 300
+#: a penalty also stops once its hold-out MSE has settled to this (relative, :func:`~dxrf.solvers.pcg.pcg_ridge`):
+#: without it the grid's smallest penalty ran all 300 iterations at every M of a kin40k search
+SEARCH_VALIDATION_TOL = 1e-4
 
 
 def pcg_refusal(s: SearchSettings, kind: str) -> str | None:
@@ -126,7 +129,7 @@ def pcg_search(X: object, T: object, s: SearchSettings, cv: object, values: list
             result = pcg_ridge(
                 X, Y, landmark_values(features.kernel_), alphas, sample_weight=sample_weight,
                 fit_intercept=s.fit_intercept, tol=SEARCH_TOL, max_iter=SEARCH_MAX_ITER, options=options,
-                validation=cv, validation_seed=s.cv_seed, keep_factor=True,
+                validation=cv, validation_seed=s.cv_seed, keep_factor=True, validation_tol=SEARCH_VALIDATION_TOL,
             )
             passes += result.n_passes
             iters.append(result.n_iter)

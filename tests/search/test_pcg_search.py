@@ -39,18 +39,23 @@ def both(data):
         return [dxrf.RandomFeatureRidgeCV(nystroem_solver=s, **GRID).fit(X, y, sample_weight=w) for s in ("gram", "pcg")]
 
 
+#: each penalty stops once its hold-out MSE moves by less than 1e-4 relative per iteration (five in a
+#: row, SEARCH_VALIDATION_TOL): the scores agree with the Gram's exact ones to about a tenth of that
+AGREE = 3e-5
+
+
 def test_the_conjugate_gradient_validates_the_grid_as_the_gram_plan_does(both):
     gram, cg = both
     assert (gram.search_solver_, cg.search_solver_) == ("gram", "pcg")
     for key in ("mean_validation_mse", "mean_test_score"):
-        np.testing.assert_allclose(cg.cv_results_[key], gram.cv_results_[key], rtol=1e-5)
+        np.testing.assert_allclose(cg.cv_results_[key], gram.cv_results_[key], rtol=AGREE)
     assert cg.best_params_ == gram.best_params_ and cg.alpha_ == gram.alpha_
-    np.testing.assert_allclose(cg.validation_errors_, gram.validation_errors_, rtol=1e-5)
+    np.testing.assert_allclose(cg.validation_errors_, gram.validation_errors_, rtol=AGREE)
     # the race, then each configuration's passes (the first and one per iteration); no refit pass
     assert gram.n_passes_ == 2 and cg.n_passes_ > 2 * 4
     assert cg.search_plan_estimate_["plan"] == "gram"  # forced: its estimate says the Gram is cheaper here
-    np.testing.assert_allclose(cg.train_mse_, gram.train_mse_, rtol=1e-5)
-    np.testing.assert_allclose(cg.noise_, gram.noise_, rtol=1e-5)
+    np.testing.assert_allclose(cg.train_mse_, gram.train_mse_, rtol=AGREE)
+    np.testing.assert_allclose(cg.noise_, gram.noise_, rtol=AGREE)
 
 
 def test_the_chosen_model_is_the_all_rows_solve_of_the_nystroem_system(data, both):

@@ -250,7 +250,7 @@ def test_estimators_choose_the_penalty_on_validation_as_the_gram_plan_does(probl
     grid = [1e-1, 1e-3, 1e-5]
     gram = RandomFeatureRidge(feats, alphas=grid, validation=0.25, validation_seed=3, solver="gram").fit(X, Y, sample_weight=w)
     pcg = RandomFeatureRidge(feats, alphas=grid, validation=0.25, validation_seed=3, solver="pcg", tol=1e-12,
-                             max_iter=400).fit(X, Y, sample_weight=w)
+                             max_iter=400, validation_tol=None).fit(X, Y, sample_weight=w)
     assert pcg.solver_ == "pcg" and pcg.alpha_ == gram.alpha_
     np.testing.assert_allclose(pcg.alphas_, gram.alphas_)
     np.testing.assert_allclose(pcg.validation_errors_, gram.validation_errors_, rtol=1e-6)
@@ -259,15 +259,46 @@ def test_estimators_choose_the_penalty_on_validation_as_the_gram_plan_does(probl
     assert pcg.n_passes_ == pcg.n_iter_ + 1  # the validation rows cost no pass of their own
     # one penalty with a validation mask: scored on the mask, refitted on all rows
     mask = np.arange(X.shape[0]) % 4 == 0
-    one = RandomFeatureRidge(feats, alpha=1e-3, validation=mask, solver="pcg", tol=1e-12, max_iter=400).fit(X, Y)
+    one = RandomFeatureRidge(feats, alpha=1e-3, validation=mask, solver="pcg", tol=1e-12, max_iter=400,
+                             validation_tol=None).fit(X, Y)
     ref = RandomFeatureRidge(feats, alpha=1e-3, validation=mask, solver="gram").fit(X, Y)
     np.testing.assert_allclose(one.validation_errors_, ref.validation_errors_, rtol=1e-6)
     np.testing.assert_allclose(one.predict(X), ref.predict(X), rtol=1e-6, atol=1e-6)
     labels = np.digitize(X[:, 0], [-0.5, 0.5])
-    cg = RandomFeatureClassifier(feats, alphas=grid, solver="pcg", tol=1e-12, max_iter=400).fit(X, labels)
+    cg = RandomFeatureClassifier(feats, alphas=grid, solver="pcg", tol=1e-12, max_iter=400,
+                                 validation_tol=None).fit(X, labels)
     gc = RandomFeatureClassifier(feats, alphas=grid, solver="gram").fit(X, labels)
     assert cg.alpha_ == gc.alpha_
     np.testing.assert_allclose(cg.decision_function(X), gc.decision_function(X), rtol=1e-6, atol=1e-6)
+
+
+def test_validation_path_and_the_settled_stop(problem):
+    """Each iteration's validation MSE is the iterate's; a settled penalty stops, the others go on."""
+    X, Y, w, _, kernel = problem
+    grid = np.array([1e-1, 1e-6])
+    full = pcg_ridge(X, Y, kernel, grid, sample_weight=w, tol=1e-13, max_iter=300, validation=0.25)
+    assert full.validation_path.shape == (full.n_iter, 2)
+    np.testing.assert_allclose(full.validation_path[-1], full.validation_mse.mean(axis=1), rtol=1e-9)
+    early = pcg_ridge(X, Y, kernel, grid, sample_weight=w, tol=1e-13, max_iter=300, validation=0.25,
+                      validation_tol=1e-4)
+    assert early.converged and early.settled.all()
+    assert early.n_iter < full.n_iter
+    path = early.validation_path
+    moved = np.abs(np.diff(path[-6:], axis=0)) / path[-5:]
+    assert (moved[:, 1] < 1e-4).all()  # the last penalty to settle stopped the passes
+    assert (np.abs(np.diff(path[-7:-1], axis=0)) / path[-6:-1] >= 1e-4).any()  # and not an iteration later
+    # the settled scores are the converged ones to about the tolerance, and choose the same penalty
+    np.testing.assert_allclose(early.validation_mse, full.validation_mse, rtol=1e-3)
+    assert early.alpha == full.alpha
+    # a penalty that settles early stops its columns: the large penalty's solution stays put after it settles
+    settle_large = next(i for i in range(6, path.shape[0] + 1)
+                        if (np.abs(np.diff(path[i - 6:i, 0])) / path[i - 5:i, 0] < 1e-4).all())
+    assert settle_large < early.n_iter
+    np.testing.assert_array_equal(path[settle_large - 1:, 0], path[settle_large - 1, 0])
+    with pytest.raises(ValueError, match="validation_tol"):
+        pcg_ridge(X, Y, kernel, grid, validation=0.25, validation_tol=0.0)
+    with pytest.raises(ValueError, match="validation_tol"):
+        RandomFeatureRidge(NystroemFeatures(20), solver="pcg", validation_tol=-1.0).fit(X, Y)
 
 
 def test_an_unconverged_solve_warns(problem):
