@@ -52,6 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--alphas", type=float, nargs="+", default=[1e-3, 1e-4, 1e-5],
                         help="the penalty grid, chosen on the hold-out (default 1e-3 1e-4 1e-5)")
     parser.add_argument("--tol", type=float, default=1e-4, help="CG tolerance (relative preconditioned residual)")
+    parser.add_argument("--validation-tol", type=float, default=1e-4,
+                        help="a penalty's CG stops once its hold-out MSE moves by less than this (relative) in 5 "
+                             "iterations in a row (the estimators' default 1e-4; 0: the residual alone)")
     parser.add_argument("--max-iter", type=int, default=200)
     parser.add_argument("--dtype", choices=("float64", "float32"), default="float32",
                         help="the CG's map dtype (default float32: half the arithmetic per kernel value; the Gram "
@@ -98,7 +101,7 @@ features = dxrf.NystroemFeatures({m}, bandwidth={sigma}, whitening={whitening!r}
 with warnings.catch_warnings(record=True) as said:
     warnings.simplefilter("always")
     model = dxrf.RandomFeatureRidge(features, alphas={alphas}, validation={validation}, solver={solver!r}, tol={tol},
-                                    max_iter={max_iter}).fit(X, y)
+                                    max_iter={max_iter}, validation_tol={validation_tol}).fit(X, y)
 fit_s = time.perf_counter() - t0
 workers = worker_memory(client)
 incidents = memory_incidents(client, since, logs)
@@ -159,6 +162,7 @@ def run(args: argparse.Namespace) -> dict:
     try:
         train, test, n_all = _write_data(args, workdir)
         results: dict = {"n_train": n_all, "sigma": args.sigma, "alphas": list(args.alphas), "tol": args.tol,
+                         "validation_tol": args.validation_tol or None,
                          "dtype": args.dtype, "workers": args.workers, "memory_limit": args.memory_limit, "m": {}}
         for m in args.m:
             results["m"][str(m)] = _one_m(args, m, train, test, n_all)
@@ -172,7 +176,8 @@ def _fit(args: argparse.Namespace, m: int, train: str, test: str, rows: int, sol
         workers=args.workers, memory_limit=args.memory_limit, train=train, test=test, rows=rows, m=m,
         sigma=args.sigma, dtype=args.dtype if solver == "pcg" else "float64", alphas=list(args.alphas),
         whitening="cholesky" if solver == "pcg" else args.gram_whitening,
-        validation=VALIDATION, solver=solver, tol=args.tol, max_iter=args.max_iter)
+        validation=VALIDATION, solver=solver, tol=args.tol, max_iter=args.max_iter,
+        validation_tol=args.validation_tol or None)
     out = _run(code)
     print(f"  M={m} {solver} N={out['n']}: {out['fit_s']:.1f} s, {out['passes']} passes, {out['n_iter']} it., alpha "
           f"{out['alpha']:g}, hold-out MSE {min(out['validation']):.5f}, test MSE {out['test_mse']:.5f}, worker peak "
@@ -222,5 +227,5 @@ def _markdown(args: argparse.Namespace, results: dict) -> str:
     limit = max(f["worker_limit"] for r in results["m"].values() for f in r["gram"] + r["pcg"])
     return (f"flights-3m from zarr ({results['n_train']} training rows, d = 3), {args.workers} workers limited to "
             f"{limit / 2**30:.1f} GiB each, gaussian sigma = {args.sigma} on standardised inputs, penalties {list(args.alphas)} "
-            f"on a {VALIDATION:.0%} hold-out, tol = {args.tol}; each fit in a fresh process.\n\n" + md + "\n\n"
+            f"on a {VALIDATION:.0%} hold-out, tol = {args.tol}, validation_tol = {args.validation_tol or None}; each fit in a fresh process.\n\n" + md + "\n\n"
             + "\n".join(lines) + "\n")
