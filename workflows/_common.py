@@ -6,8 +6,11 @@ import argparse
 import contextlib
 import importlib
 import json
+import os
 import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -34,6 +37,23 @@ def median_time(
         result = fn()
         times.append(time.perf_counter() - t0)
     return statistics.median(times), times, result
+
+
+def run_python(code: str, env: dict[str, str] | None = None) -> dict:
+    """Run ``code`` in a fresh Python process and return the JSON object its last stdout line prints.
+
+    A failure raises RuntimeError whose first line names the exit status and the
+    child's last line of stderr (the CLI shows that line; a negative status is
+    the signal that killed it, -9 for the kernel's out-of-memory killer), with
+    the tail of its stderr below.
+    """
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False,
+                          env=dict(os.environ) if env is None else env)
+    if proc.returncode != 0:
+        said = [line for line in proc.stderr.splitlines() if line.strip()]
+        raise RuntimeError(f"benchmark subprocess failed with exit status {proc.returncode}: "
+                           f"{said[-1] if said else '(nothing on stderr)'}\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:

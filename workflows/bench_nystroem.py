@@ -24,11 +24,8 @@ array (32 GB, more than this machine's 24 GB), and ``Ridge`` copies it to centre
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
-import sys
 import textwrap
 import time
 
@@ -103,10 +100,9 @@ def _run(code: str, blas_threads: int | None = None) -> dict:
     if blas_threads is not None:
         for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
             env[var] = str(blas_threads)
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, env=env)
-    if proc.returncode != 0:
-        raise RuntimeError(f"benchmark subprocess failed:\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    from ._common import run_python
+
+    return run_python(code, env)
 
 
 def _in_memory(args: argparse.Namespace) -> tuple[dict, list]:

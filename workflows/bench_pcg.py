@@ -41,12 +41,10 @@ memory, passes, the configuration chosen, its hold-out MSE and the test MSE, in 
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
-import subprocess
-import sys
 import textwrap
+
+from ._common import run_python
 
 #: CG iterations timed after the first (which warms the threads and buffers): their median is one iteration's
 TIMED_ITERATIONS = 5
@@ -154,12 +152,6 @@ print(json.dumps({{"fit_s": fit_s, "peak": peak(), "base": base, "passes": model
                   "estimate": getattr(model, "search_plan_estimate_", None)}}))
 """
 
-
-def _run(code: str) -> dict:
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, env=dict(os.environ))
-    if proc.returncode != 0:
-        raise RuntimeError(f"benchmark subprocess failed:\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def _gaussian_rows(X, L, sigma: float):
@@ -290,7 +282,7 @@ def _grid_section(args: argparse.Namespace, results: dict) -> str:
         code = textwrap.dedent(_GRID).format(m=m, dtype=args.dtype, gram_dtype=args.gram_dtype or args.dtype,
                                              sigma=args.sigma, alphas=list(args.alphas), tol=args.tol,
                                              max_iter=args.max_iter, **_data_kw(args))
-        out = results["grid"][str(m)] = _run(code)
+        out = results["grid"][str(m)] = run_python(code)
         for plan, label in (("gram", "Gram, path from the statistics"), ("pcg", "CG, every penalty in the same passes"),
                             ("pcg_each", "CG, one penalty at a time")):
             if plan not in out:
@@ -342,7 +334,7 @@ def _plans_section(args: argparse.Namespace, results: dict) -> str:
         for solver in ("gram", "pcg"):
             code = textwrap.dedent(_FIT).format(m=m, dtype=args.dtype, sigma=args.sigma, alpha=args.alpha, solver=solver, tol=args.tol,
                                                 max_iter=args.max_iter, **_data_kw(args))
-            runs[solver] = out = _run(code)
+            runs[solver] = out = run_python(code)
             print(f"  (p1) M={m} {solver}: {out['fit_s']:.1f} s, test MSE {out['test_mse']:.5f}, peak "
                   f"{out['peak'] / 2**20:.0f} MiB (base {out['base'] / 2**20:.0f}), iterations {out['n_iter']}"
                   + (f", kernel values {out['cache']}" if out["cache"] else ""), flush=True)
@@ -393,7 +385,7 @@ def _search_section(args: argparse.Namespace, results: dict) -> str:
     for solver in ("gram", "pcg"):
         code = textwrap.dedent(_SEARCH).format(ms=list(args.m), sigma=args.sigma, alphas=list(args.alphas),
                                                dtype=args.dtype, solver=solver, **_data_kw(args))
-        runs[solver] = r = _run(code)
+        runs[solver] = r = run_python(code)
         print(f"  (p4) search by {solver}: {r['fit_s']:.1f} s, {r['passes']} passes, chose M={r['m']} alpha "
               f"{r['alpha']:g}, hold-out MSE {r['validation']:.5f}, test MSE {r['test_mse']:.5f}, peak "
               f"{(r['peak'] - r['base']) / 2**20:.0f} MiB above base", flush=True)

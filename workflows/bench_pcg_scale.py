@@ -33,12 +33,10 @@ reported with each fit.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
+
+from ._common import run_python
 
 DESCRIPTION = "Nyström ridge on flights-3m from zarr: CG over passes at 10^6+ rows, the Gram plan timed on fractions"
 
@@ -120,12 +118,6 @@ cluster.close()
 """
 
 
-def _run(code: str) -> dict:
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, env=dict(os.environ))
-    if proc.returncode != 0:
-        raise RuntimeError(f"benchmark subprocess failed:\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
 
 def _write_data(args: argparse.Namespace, workdir: Path) -> tuple[str, str, int]:
     """The zarr groups of flights-3m's training and test rows (kept in ``workdir`` between runs)."""
@@ -178,7 +170,7 @@ def _fit(args: argparse.Namespace, m: int, train: str, test: str, rows: int, sol
         whitening="cholesky" if solver == "pcg" else args.gram_whitening,
         validation=VALIDATION, solver=solver, tol=args.tol, max_iter=args.max_iter,
         validation_tol=args.validation_tol or None)
-    out = _run(code)
+    out = run_python(code)
     print(f"  M={m} {solver} N={out['n']}: {out['fit_s']:.1f} s, {out['passes']} passes, {out['n_iter']} it., alpha "
           f"{out['alpha']:g}, hold-out MSE {min(out['validation']):.5f}, test MSE {out['test_mse']:.5f}, worker peak "
           f"{out['worker_peak'] / 2**20:.0f} MiB", flush=True)

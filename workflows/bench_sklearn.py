@@ -15,10 +15,9 @@ scikit-learn refits ``RBFSampler + Ridge`` for every combination.
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
-import sys
 import textwrap
+
+from ._common import run_python
 
 DESCRIPTION = "ridge on RFF: dxrf vs scikit-learn RBFSampler + Ridge (single and tuned fits)"
 
@@ -120,12 +119,6 @@ else:
 """
 
 
-def _run(code: str) -> dict:
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise RuntimeError(f"benchmark subprocess failed:\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
 
 def run(args: argparse.Namespace) -> dict:
     import statistics
@@ -138,7 +131,7 @@ def run(args: argparse.Namespace) -> dict:
     single = {"sklearn": [], "dxrf": []}
     for r in range(args.repeats):
         for who, body in (("sklearn", _SKLEARN_SINGLE), ("dxrf", _DXRF_SINGLE)):
-            out = _run(prelude + textwrap.dedent(body).format())
+            out = run_python(prelude + textwrap.dedent(body).format())
             single[who].append(out)
             print(f"  (b1) repeat {r}: {who:7s} fit {out['fit_s']:.2f} s, test MSE {out['test_mse']:.6f}, "
                   f"peak {out['peak'] / 2**30:.2f} GiB", flush=True)
@@ -153,7 +146,7 @@ def run(args: argparse.Namespace) -> dict:
         for who in ("sklearn", "dxrf"):
             code = prelude + textwrap.dedent(_TUNED).format(who=who, n_alphas=args.n_alphas, ms=list(args.tuned_m),
                                                             factors=list(args.tuned_bandwidths))
-            tuned[who] = _run(code)
+            tuned[who] = run_python(code)
             print(f"  (b2) {who:7s}: {tuned[who]['fit_s']:.1f} s, best {tuned[who]['best']} val MSE {tuned[who]['best_val_mse']:.6f}", flush=True)
         results["tuned"] = tuned
         s, d = tuned["sklearn"], tuned["dxrf"]

@@ -21,7 +21,12 @@ from dxrf.core.memory import check_allocation, check_task
 from dxrf.core.validation import check_dask_matrix, check_finite_rows, is_dask
 from dxrf.engine.ship import ship
 
-__all__ = ["map_rows"]
+__all__ = ["map_rows", "MAP_TILE_BYTES"]
+
+#: a task maps its rows this many bytes of temporaries at a time (``work`` columns of float32
+#: features and their float64 copy per row), so a wide map fits the workers whatever the chunks
+#: (M = 20 000 features of a 50 000-row chunk would otherwise hold 11 GiB at once)
+MAP_TILE_BYTES = 64 * 2**20
 
 
 def map_rows(
@@ -48,35 +53,50 @@ def map_rows(
     """
     dt = np.dtype(dtype)
     n_out = int(n_out)
-    # the result plus float32 features and a float64 copy of them, per row
-    row_bytes = n_out * dt.itemsize + 12 * int(n_out if work is None else work)
+    width = int(n_out if work is None else work)
+    # temporaries per row: float32 features and a float64 copy of them, held one tile at a time
+    tile = max(1, MAP_TILE_BYTES // (12 * max(width, 1)))
+    mapped = (fn, tile, n_out, dt)
     if not is_dask(X):
         X = np.asarray(X)
         n = int(X.shape[0]) if X.ndim else 0
         check_allocation(
-            n * row_bytes, f"mapping {n} rows of NumPy input to {int(n_out if work is None else work)} features",
+            n * n_out * dt.itemsize + min(n, tile) * 12 * width, f"mapping {n} rows of NumPy input to {width} features",
             "give fewer rows at a time, or a dask array (mapped lazily, one row chunk per task)",
         )
         if X.ndim == 2:
             check_finite_rows(X, "X")
+            return _tiled(X, shared, *mapped)
         return fn(X, *shared)
     X = check_dask_matrix(X, n_features=n_features)
     rows = int(max(X.chunks[0], default=0))
     check_task(
-        rows * row_bytes, f"mapping a row chunk of {rows} rows to {int(n_out if work is None else work)} features",
+        rows * n_out * dt.itemsize + min(rows, tile) * 12 * width, f"mapping a row chunk of {rows} rows to {width} features",
         "rechunk X into fewer rows per chunk, or use fewer features",
     )
     # one graph input for all the arguments: one layer, one copy per worker
     handle = ship(tuple(shared), scatter=False)
     key = None if name is None else f"{name}-{dask.base.tokenize(X, *shared, fn)}"
     return X.map_blocks(
-        _apply, fn, handle, chunks=(X.chunks[0], (n_out,)), dtype=dt, meta=np.empty((0, 0), dtype=dt), name=key
+        _apply, mapped, handle, chunks=(X.chunks[0], (n_out,)), dtype=dt, meta=np.empty((0, 0), dtype=dt), name=key
     )
 
 
-def _apply(block: np.ndarray, fn: Callable[..., np.ndarray], shared: tuple, block_info: dict | None = None) -> np.ndarray:
+def _tiled(X: np.ndarray, shared: Sequence[Any], fn: Callable[..., np.ndarray], tile: int, n_out: int,
+           dt: np.dtype) -> np.ndarray:
+    """``fn`` over ``tile`` rows at a time into one result (``fn`` is row-wise: the rows are independent)."""
+    n = X.shape[0]
+    if n <= tile:
+        return fn(X, *shared)
+    out = np.empty((n, n_out), dtype=dt)
+    for lo in range(0, n, tile):
+        out[lo:lo + tile] = fn(X[lo:lo + tile], *shared)
+    return out
+
+
+def _apply(block: np.ndarray, mapped: tuple, shared: tuple, block_info: dict | None = None) -> np.ndarray:
     # every task checks its own rows: a NaN or infinity must fail the task with the
     # NumPy path's message, never become a prediction or a class label
     offset = 0 if not block_info else int(block_info[0]["array-location"][0][0])
     check_finite_rows(block, "X", offset)
-    return fn(block, *shared)
+    return _tiled(block, shared, *mapped)

@@ -64,7 +64,9 @@ class PCGPlanMixin:
         itemsize = np.dtype(getattr(features, "dtype", None) or np.float64).itemsize
         cache = plan_cache(options.cache_features, int(X.shape[0]), m, itemsize, dask_input=is_dask(X),
                            fraction=options.cache_fraction)
-        iterations = pcg_iterations(self.tol, self.max_iter) if np.isfinite(self.tol) and self.tol > 0 else None
+        settled = validation is not None and self.validation_tol is not None
+        iterations = (pcg_iterations(self.tol, self.max_iter, settled=settled)
+                      if np.isfinite(self.tol) and self.tol > 0 else None)
         self.plan_estimate_ = plan_estimate(int(X.shape[0]), m, int(X.shape[1]), k, iterations,
                                             n_alphas=1 if grid is None else len(grid), held_out=validation is not None,
                                             cached=cache.cached)

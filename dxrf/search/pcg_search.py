@@ -70,7 +70,7 @@ def search_estimate(s: SearchSettings, n: int, d: int, k: int, *, dask_input: bo
     grid = s.grid
     n_b, a = len(grid.bandwidths), int(grid.alphas.size)
     m0 = int(grid.n_components.max())
-    t = pcg_iterations(SEARCH_TOL, SEARCH_MAX_ITER)
+    t = pcg_iterations(SEARCH_TOL, SEARCH_MAX_ITER, settled=True)
     options = resolve_options()
     itemsize = np.dtype(s.dtype).itemsize
     gram = pcg = 0.0

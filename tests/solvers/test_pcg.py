@@ -316,6 +316,9 @@ def test_auto_follows_its_estimate(problem, monkeypatch):
 
     # iterations by the tolerance: 18 a decade, at least 10, at most max_iter
     assert (pcg_iterations(1e-6), pcg_iterations(1e-1), pcg_iterations(0.5), pcg_iterations(1e-8, 100)) == (108, 18, 10, 100)
+    # a settled validation score stops the penalties sooner: the estimate caps the count, never raises it
+    assert pcg_iterations(1e-6, settled=True) == pcg_module.SETTLED_ITERATIONS < 108
+    assert pcg_iterations(1e-1, settled=True) == 18 and pcg_iterations(1e-8, 20, settled=True) == 20
     # large N: the CG wins when its kernel values are kept, or at a loose tolerance; not at 1e-8 recomputing them
     assert plan_estimate(10**6, 20000, 8, cached=True)["plan"] == "pcg"
     assert plan_estimate(10**6, 20000, 8, tol=1e-3)["plan"] == "pcg"
@@ -336,7 +339,9 @@ def test_auto_follows_its_estimate(problem, monkeypatch):
     assert grid.solver_ == "pcg" and grid.validation_errors_.shape == (2,)
     monkeypatch.undo()
     grid = RandomFeatureRidge(NystroemFeatures(landmarks=L, bandwidth=SIGMA), alphas=[1e-3, 1e-2]).fit(X, Y)
-    assert grid.solver_ == "gram"
+    assert grid.solver_ == "gram" and grid.plan_estimate_["iterations"] == pcg_module.SETTLED_ITERATIONS
+    exact = RandomFeatureRidge(NystroemFeatures(landmarks=L, bandwidth=SIGMA), alphas=[1e-3, 1e-2], validation_tol=None)
+    assert exact.fit(X, Y).plan_estimate_["iterations"] == 100  # the residual alone: 144 capped by max_iter
     wide = plan_estimate(10**6, 20000, 8, n_alphas=8, held_out=True)["pcg_ops"]
     assert wide > plan_estimate(10**6, 20000, 8)["pcg_ops"]
     # the estimate knows when the cache declines: with no budget the kernel values are recomputed

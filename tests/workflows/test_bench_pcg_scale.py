@@ -35,3 +35,15 @@ def test_bench_pcg_scale_runs_both_plans_from_zarr(tmp_path):
 
 def test_the_extrapolation_never_falls_below_the_larger_fit():
     assert bench_pcg_scale.extrapolate([100, 200], [5.0, 4.0], 1000) == 4.0
+
+
+def test_a_failed_fit_process_says_why_on_its_first_line():
+    """The CLI shows one line of an error: the child's exit status and last stderr line must be on it."""
+    from workflows._common import run_python
+
+    code = "import sys\nprint('partial output')\nsys.stderr.write('Traceback ...\\nMemoryError: the factor\\n')\nsys.exit(3)"
+    with pytest.raises(RuntimeError) as err:
+        run_python(code)
+    first = str(err.value).splitlines()[0]
+    assert "exit status 3" in first and "MemoryError: the factor" in first
+    assert run_python("import json; print('x'); print(json.dumps({'a': 1}))") == {"a": 1}
