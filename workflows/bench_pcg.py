@@ -57,6 +57,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sigma", type=float, default=1.5, help="gaussian bandwidth on standardised inputs")
     parser.add_argument("--alpha", type=float, default=1e-5, help="ridge penalty on the (1/N) loss")
     parser.add_argument("--tol", type=float, default=1e-6, help="CG tolerance (relative preconditioned residual)")
+    parser.add_argument("--validation-tol", type=float, default=1e-4,
+                        help="(p3) a penalty's CG stops once its hold-out MSE moves by less than this (relative) in 5 "
+                             "iterations in a row (the estimators' default 1e-4; 0: the residual alone)")
     parser.add_argument("--max-iter", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=3, help="repeats of the NumPy bounds (p2)")
     parser.add_argument("--n-rows", type=int, default=None, help="only the first rows of the data (quick runs)")
@@ -115,7 +118,8 @@ def fit(**kw):
     dtype = {gram_dtype!r} if kw["solver"] == "gram" else {dtype!r}
     features = dxrf.NystroemFeatures({m}, bandwidth={sigma}, whitening="cholesky", random_state=0, dtype=dtype)
     t0 = time.perf_counter()
-    model = dxrf.RandomFeatureRidge(features, validation=0.2, tol={tol}, max_iter={max_iter}, **kw).fit(Xtr, ytr)
+    model = dxrf.RandomFeatureRidge(features, validation=0.2, tol={tol}, max_iter={max_iter},
+                                    validation_tol={validation_tol}, **kw).fit(Xtr, ytr)
     return model, time.perf_counter() - t0
 for plan in ("gram", "pcg"):
     model, spent = fit(alphas={alphas}, solver=plan)
@@ -281,7 +285,8 @@ def _grid_section(args: argparse.Namespace, results: dict) -> str:
     for m in args.m:
         code = textwrap.dedent(_GRID).format(m=m, dtype=args.dtype, gram_dtype=args.gram_dtype or args.dtype,
                                              sigma=args.sigma, alphas=list(args.alphas), tol=args.tol,
-                                             max_iter=args.max_iter, **_data_kw(args))
+                                             max_iter=args.max_iter, validation_tol=args.validation_tol or None,
+                                             **_data_kw(args))
         out = results["grid"][str(m)] = run_python(code)
         for plan, label in (("gram", "Gram, path from the statistics"), ("pcg", "CG, every penalty in the same passes"),
                             ("pcg_each", "CG, one penalty at a time")):
@@ -302,7 +307,8 @@ def _grid_section(args: argparse.Namespace, results: dict) -> str:
     n, d = out["gram"]["n"], out["gram"]["d"]
     return (f"\n\n{args.data}: N = {n} training rows, d = {d}, standardised X and y, gaussian sigma = {args.sigma}, "
             f"{args.dtype} map" + (f" ({args.gram_dtype} for the Gram plan)" if args.gram_dtype else "") + ", "
-            f"tol = {args.tol}. The penalty grid {list(args.alphas)} on a 20 % hashed hold-out of the training rows, "
+            f"tol = {args.tol}, validation_tol = {args.validation_tol or None}. The penalty grid {list(args.alphas)} on "
+            "a 20 % hashed hold-out of the training rows, "
             f"the chosen penalty refitted on all rows; each line one fresh process (one fit per penalty, summed, "
             f"for the last).\n\n" + md + "\n")
 
