@@ -31,7 +31,8 @@ the iteration stable where ``K`` is numerically singular (many landmarks in few
 dimensions), which the exact penalty ``T^T T - delta I`` did not. The intercept is
 ``ybar - kbar^T beta``. Each column of ``Y`` (one-hot classes) is its own CG,
 all in the same passes; a column stops when its preconditioned residual is
-below ``tol`` times its first.
+below ``tol`` times its first, or (``validation_tol``, with a validation
+split) when its penalty's hold-out MSE has settled.
 """
 
 from __future__ import annotations
