@@ -7,7 +7,10 @@ On a machine with CUDA and CuPy it
 3. measures CuPy's own Gram bounds for each ``M0``: ``cupy.matmul(Z.T, Z)``
    (gemm) and cuBLAS ``syrk`` on a 200 000-row block, as N·M0²/s;
 4. runs ``dxrf bench pass --gpu`` at those ``M0`` (one GPU worker; CuPy
-   blocks) and divides the pass time by the better of the two bounds.
+   blocks) and divides the pass time by the better of the two bounds;
+5. profiles one tile of the pass on the device, part by part, at the
+   pass's tile size and at the larger ``--profile-rows``
+   (:func:`tile_profile`).
 
 Without a GPU it takes its CPU fallback path: the same tests (which then
 skip), and ``bench pass`` on the CPU workers at the size given, so that the
@@ -38,6 +41,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--chunk-rows", type=int, default=100_000, help="rows per chunk (default 100000)")
     parser.add_argument("--repeats", type=int, default=3, help="repeats of each pass (median; default 3)")
     parser.add_argument("--skip-tests", action="store_true", help="do not run the GPU tests")
+    parser.add_argument(
+        "--profile-rows", type=int, nargs="*", default=[10_000, 50_000],
+        help="tile sizes (rows) of the per-part tile profile (default 10000 50000; none: no profile)",
+    )
     parser.add_argument(
         "--cpu", action="store_true", help="take the CPU fallback path even where a GPU is present"
     )
@@ -123,6 +130,65 @@ def cupy_gram_bounds(m0: int, dtype: str = "float32", rows: int = 200_000, repea
     return rates
 
 
+def tile_profile(m0: int, rows: int, d: int = 90, repeats: int = 5, on_gpu: bool = True) -> dict[str, float]:
+    """Median milliseconds of one tile of the statistics pass and of its parts, on the device.
+
+    The parts are the pass's own calls on its own buffers
+    (:class:`~dxrf.stats.tiles.TileWorker`): the features (projection and
+    cosine), their column sums (the device's), the Gram (``gram_into``: cuBLAS syrk)
+    beside CuPy's GEMM, and the compensated add of that Gram into the running
+    sums. Each is synchronised before its clock stops. ``on_gpu`` False runs
+    the same calls on NumPy blocks (the CPU fallback path).
+    """
+    import numpy as np
+
+    import dxrf
+    from dxrf.core.device import gram_into
+    from dxrf.stats.tiles import TileWorker
+
+    from ._common import median_time
+
+    if on_gpu:
+        import cupy as xp
+
+        def sync() -> None:
+            xp.cuda.Device().synchronize()
+    else:
+        xp = np
+
+        def sync() -> None:
+            pass
+
+    fmap = dxrf.RandomFourierFeatures(m0, bandwidth=float(np.sqrt(d)), dtype="float32", random_state=0)
+    kernel = fmap.fit(np.zeros((1, d))).kernel_
+    X = xp.asarray(np.random.default_rng(0).standard_normal((rows, d)).astype(np.float32))
+    worker = TileWorker(kernel, rows, None, 1, xp=xp)
+    Z = worker.buf[:rows]
+    G = xp.zeros((m0, m0), dtype=Z.dtype)
+    sums = worker.sums[0]
+
+    def timed(fn) -> float:
+        def call() -> None:
+            fn()
+            sync()
+
+        call()  # warm: kernels compiled, handles and pool blocks made
+        return 1e3 * median_time(call, repeats)[0]
+
+    out = {
+        "tile": timed(lambda: worker.add_tile(X, None, None)),
+        "features": timed(lambda: worker._base(X, Z)),
+        "column sums": timed(lambda: worker._device_column_sums(Z) if on_gpu else Z.sum(axis=0, dtype=np.float64)),
+        "gram (pass)": timed(lambda: gram_into(Z, G)),
+        "gemm": timed(lambda: xp.matmul(Z.T, Z, out=G)),
+        "compensated add": timed(lambda: sums.add("gram", G)),
+    }
+    del X, worker, Z, G, sums
+    if on_gpu:
+        xp.get_default_memory_pool().free_all_blocks()
+    return out
+
+
 def run(args: argparse.Namespace) -> dict:
     from . import bench_pass
     from ._common import bench_args, report, table
@@ -161,6 +227,16 @@ def run(args: argparse.Namespace) -> dict:
         results.setdefault("runs", []).append(entry)
     md = table(["variant", "M0", "median s", "pass GFLOP/s", "CuPy gemm GFLOP/s", "cuBLAS syrk GFLOP/s",
                 "bound / time"], rows)
+    if args.profile_rows:
+        profiles = [
+            {"m0": m0, "rows": r, "ms": tile_profile(m0, r, args.n_features, on_gpu=on_gpu)}
+            for m0 in args.m0 for r in args.profile_rows
+        ]
+        results["tile_profile"] = profiles
+        parts = list(profiles[0]["ms"])
+        md += "\n\nOne tile, part by part (median ms):\n\n" + table(
+            ["M0", "tile rows", *parts], [[p["m0"], p["rows"], *p["ms"].values()] for p in profiles]
+        )
     tests = results["tests"]
     md += (f"\n\npath: {results['path']}; tests: " + (
         f"{tests['passed']} passed, {tests['skipped']} skipped, {tests['failures'] + tests['errors']} failed"

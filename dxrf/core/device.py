@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["array_module", "is_device_array", "to_host", "kernel_on"]
+__all__ = ["array_module", "is_device_array", "to_host", "kernel_on", "gram_into"]
 
 
 def array_module(a: Any) -> ModuleType:
@@ -37,6 +37,23 @@ def is_device_array(a: Any) -> bool:
 def to_host(a: Any) -> np.ndarray:
     """A NumPy copy of a device array (NumPy arrays pass through)."""
     return a.get() if is_device_array(a) else np.asarray(a)
+
+
+def gram_into(Z: Any, out: Any) -> Any:
+    """``Z.T @ Z`` into ``out``; on a device only its upper triangle is written.
+
+    NumPy sends ``Z.T @ Z`` to BLAS syrk and releases the GIL (SciPy's ?syrk
+    wrapper holds it, which serialised the threads of a process). CuPy's
+    matmul runs a GEMM; cuBLAS ``syrk`` computes one triangle, measured 1.5x
+    faster on an H200 at M = 2000-4000. The statistics keep the upper
+    triangle alone (``out[i, j]``, ``j >= i``), so the other is never read.
+    """
+    xp = array_module(Z)
+    if xp is np:
+        return np.matmul(Z.T, Z, out=out)
+    from cupy import cublas
+
+    return cublas.syrk("T", Z, out=out, lower=False)
 
 
 _KERNELS: dict[tuple[int, str], tuple[Any, Any]] = {}

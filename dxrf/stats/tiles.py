@@ -17,7 +17,7 @@ from types import ModuleType
 import numpy as np
 
 from dxrf.core.buffers import thread_buffer
-from dxrf.core.device import array_module, kernel_on, to_host
+from dxrf.core.device import array_module, gram_into, kernel_on, to_host
 from dxrf.stats.compensated import CompensatedSums, packed_size
 from dxrf.engine import Pass, Rows, block_groups, check_block, check_columns, group_rows
 from dxrf.kernels.kernel import FeatureKernel
@@ -94,6 +94,7 @@ class TileWorker:
         else:
             self.buf = xp.empty((tile_rows, m), dtype=dtype)
             self.gram = xp.zeros((m, m), dtype=dtype)
+            self.ones = xp.ones(tile_rows, dtype=dtype)
         self.sums = sums if sums is not None else [CompensatedSums(m, n_targets, xp, weighted) for _ in range(groups)]
 
     def _base(self, X: np.ndarray, Z: np.ndarray) -> None:
@@ -128,6 +129,14 @@ class TileWorker:
             np.matmul(ones[: b - a] if w is None else w[a:b], Z[a:b], out=parts[i])
         return parts.sum(axis=0, dtype=np.float64)
 
+    def _device_column_sums(self, Z, wz=None):
+        """A device tile's column sums (``wz @ Z`` with weights) in float64, by cuBLAS in the tile's dtype.
+
+        As BLAS sums a host slab; a float64 reduction over the rows took
+        0.29 ms of a 1.5 ms tile on an H100 at M = 2000.
+        """
+        return ((self.ones[: Z.shape[0]] if wz is None else wz) @ Z).astype(np.float64)
+
     def add_tile(self, X: np.ndarray, Y: np.ndarray | None, mask: np.ndarray | None, w: np.ndarray | None = None) -> None:
         """Add one global tile to its groups.
 
@@ -156,16 +165,14 @@ class TileWorker:
             sums.add("sum", self._features_in_slabs(X, Z, wz))
         else:  # one launch per tile on a device
             self._base(X, Z)
-            sums.add("sum", Z.sum(axis=0, dtype=np.float64) if w is None else (wz @ Z).astype(np.float64))
+            sums.add("sum", self._device_column_sums(Z, wz))
         if w is not None:
             # sum_n w_n z_n z_n^T as the syrk of sqrt(w) Z (multiplying by 1 is exact:
             # weights of ones give the unweighted Gram bitwise)
             root = xp.sqrt(w)
             Z *= root.astype(Z.dtype)[:, None]
             sums.add("wsum", w.sum(keepdims=True))
-        # NumPy sends Z.T @ Z to BLAS syrk and releases the GIL (SciPy's ?syrk
-        # wrapper holds it, which serialised threads of a process); CuPy runs GEMM
-        xp.matmul(Z.T, Z, out=self.gram)
+        gram_into(Z, self.gram)  # BLAS syrk on the host, cuBLAS syrk (upper triangle) on a device
         sums.add("gram", self.gram)
         if Y is not None:
             Yr = Y if w is None else Y * root[:, None]
@@ -318,10 +325,12 @@ def _stats_block(X, columns, rows: Rows, cfg: StatsConfig, running):
     out = {} if running is None else running
     fragments: dict = {}
     for i, kernel in enumerate(cfg.kernels):
-        # device blocks: sums of this chunk on the device, added to the lane's host sums at the end
+        # the lane's running sums continue in place; on a device they stay there from chunk
+        # to chunk (sums that travelled between workers arrive as host sums and move back)
         lane = out.get(i)
-        worker = TileWorker(kernel, cfg.tile_rows[i], k, cfg.groups, lane if xp is np else None, xp, cfg.weighted,
-                            cfg.wide[i])
+        if lane is not None:
+            lane = [s.on(xp) for s in lane]
+        worker = TileWorker(kernel, cfg.tile_rows[i], k, cfg.groups, lane, xp, cfg.weighted, cfg.wide[i])
         g = cfg.grid_of[i]
         for lo, hi, t, whole in rows.tiles(cfg.tile_rows[i]):
             a, b = lo - rows.start, hi - rows.start
@@ -333,11 +342,7 @@ def _stats_block(X, columns, rows: Rows, cfg: StatsConfig, running):
                 worker.add_tile(*part)
             elif (g, t) not in fragments:  # fragments travel as host arrays; the fix-up runs on the host
                 fragments[(g, t)] = (lo,) + tuple(None if r is None else to_host(r).copy() for r in part)
-        if xp is np:
-            out[i] = worker.sums
-        else:
-            done = [s.to_host() for s in worker.sums]
-            out[i] = done if lane is None else _merge_groups(lane, done)
+        out[i] = worker.sums
     return out, fragments
 
 

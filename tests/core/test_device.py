@@ -86,15 +86,50 @@ def test_device_branch_rejects_nan(data, standin):
         dxrf.accumulate(da.from_array(X, chunks=(1000, D)), features=fmap)
 
 
-def test_device_sums_refuse_pickling_until_copied_to_host(standin):
+def test_device_sums_travel_as_host_sums_and_move_back(standin):
     import pickle
 
-    sums = compensated.CompensatedSums(3, None, standin)
-    with pytest.raises(TypeError, match="to_host"):
-        pickle.dumps(sums)
-    host = pickle.loads(pickle.dumps(sums.to_host()))
-    assert host.xp is np and host.hi["gram"].shape == (compensated.packed_size(3),)
-    assert host.finish(np.ones(3)).gram.shape == (3, 3)
+    rng = np.random.default_rng(0)
+    sums = compensated.CompensatedSums(3, 1, standin)
+    Z = rng.standard_normal((5, 3))
+    sums.add("gram", Z.T @ Z)
+    sums.add("sum", Z.sum(axis=0))
+    sums.n = 5
+    host = pickle.loads(pickle.dumps(sums))  # what a transfer between workers or a spill does
+    assert host.xp is np and host.n == 5 and host.hi["gram"].shape == (compensated.packed_size(3),)
+    back = host.on(standin)
+    assert back.xp is standin and host.on(np) is host and back.on(standin) is back
+    # a device lane merges host partials (fix-up tiles) and the reverse; finishing copies to the host
+    total = compensated.CompensatedSums(3, 1, standin).merge(host)
+    other = compensated.CompensatedSums(3, 1).merge(back)
+    for s in (back, total, other):
+        got = s.finish(np.ones(3))
+        np.testing.assert_array_equal(got.gram, Z.T @ Z)
+        assert got.n == 5
+
+
+def test_a_device_lane_that_travelled_between_chunks_gives_the_same_statistics(data, standin, monkeypatch):
+    import pickle
+
+    X, y = data
+    fmap = dxrf.RandomFourierFeatures(M, bandwidth=2.0, random_state=0).fit(X)
+    Xd, yd = da.from_array(X, chunks=(650, D)), da.from_array(y, chunks=(650, 2))
+    with dask.config.set(scheduler="sync"):
+        want = dxrf.accumulate(Xd, yd, features=fmap, tile_rows=325, lanes=2)
+    block = stats_tiles._stats_block
+
+    calls = []
+
+    def travelled(X, columns, rows, cfg, running):  # every running partial crosses a pickle
+        calls.append(running is not None)
+        return block(X, columns, rows, cfg, None if running is None else pickle.loads(pickle.dumps(running)))
+
+    monkeypatch.setattr(stats_tiles, "_stats_block", travelled)
+    with dask.config.set(scheduler="sync"):
+        got = dxrf.accumulate(Xd, yd, features=fmap, tile_rows=325, lanes=2)
+    assert len(calls) == 4 and sum(calls) == 2  # two lanes of two chunks: two partials travelled
+    for field in ("gram", "sum", "cross", "ysum", "yy"):
+        np.testing.assert_array_equal(getattr(got, field), getattr(want, field), err_msg=field)
 
 
 def test_array_module_is_numpy_without_cupy():
@@ -136,6 +171,21 @@ def test_cupy_blocks_match_numpy_pass(data, sampling):
 
 
 @pytest.mark.skipif(not _gpu_available(), reason="needs CuPy and a GPU")
+@pytest.mark.parametrize("dtype,tol", [("float32", 1e-5), ("float64", 1e-12)])
+def test_device_gram_fills_the_upper_triangle_that_the_sums_read(dtype, tol):
+    import cupy
+
+    Z = np.random.default_rng(2).standard_normal((3000, 300)).astype(dtype)
+    out = cupy.zeros((300, 300), dtype=dtype)
+    _device.gram_into(cupy.asarray(Z), out)
+    got, want = np.triu(out.get()), np.triu(Z.T.astype(np.float64) @ Z)
+    assert np.linalg.norm(got - want) <= tol * np.linalg.norm(want)
+    host = np.empty((300, 300), dtype=dtype)
+    assert _device.gram_into(Z, host) is host
+    np.testing.assert_allclose(host, Z.T @ Z, rtol=tol)
+
+
+@pytest.mark.skipif(not _gpu_available(), reason="needs CuPy and a GPU")
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_device_compensated_add_equals_the_host_add_bitwise(dtype):
     import cupy
@@ -152,3 +202,24 @@ def test_device_compensated_add_equals_the_host_add_bitwise(dtype):
         compensated.compensated_add(hi_d[:, 10:], lo_d[:, 10:], cupy.asarray(x)[:, :60])
     np.testing.assert_array_equal(hi_d.get(), hi)
     np.testing.assert_array_equal(lo_d.get(), lo)
+
+
+@pytest.mark.skipif(not _gpu_available(), reason="needs CuPy and a GPU")
+@pytest.mark.parametrize("m", [64, 150, 192])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_device_packed_gram_sums_equal_the_host_sums_bitwise(m, dtype):
+    import cupy
+
+    rng = np.random.default_rng(m)
+    host = compensated.CompensatedSums(m, None)
+    dev = compensated.CompensatedSums(m, None, cupy)
+    for scale in (1.0, 1e8, 1e-8, 3.0):
+        Z = (rng.standard_normal((2 * m, m)) * scale).astype(dtype)
+        G = Z.T @ Z
+        G[np.tril_indices(m, -1)] = 0  # as the device's syrk leaves it
+        host.add("gram", G)
+        dev.add("gram", cupy.asarray(G))
+    back = dev.to_host()
+    np.testing.assert_array_equal(back.hi["gram"], host.hi["gram"])
+    np.testing.assert_array_equal(back.lo["gram"], host.lo["gram"])
+    assert np.count_nonzero(host.lo["gram"]) > 0  # the compensation was exercised

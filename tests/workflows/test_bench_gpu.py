@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.skipif(bench_gpu.gpu_available(), reason="the fallback path is taken only without a GPU")
 def test_gpu_check_takes_the_cpu_fallback_path_and_writes_one_report(tmp_path):
     args = bench_args(bench_gpu, ["--skip-tests"], n_rows=2e4, m0=[48], chunk_rows=5000, repeats=1,
-                      out=str(tmp_path))
+                      profile_rows=[300], out=str(tmp_path))
     res = bench_gpu.run(args)
     assert res["path"] == "cpu-fallback" and res["device"] is None
     assert res["tests"] == {"ran": False, "reason": "--skip-tests"}
@@ -26,7 +26,12 @@ def test_gpu_check_takes_the_cpu_fallback_path_and_writes_one_report(tmp_path):
         assert run["median_s"] > 0 and "ratio_to_cupy_bound" not in run
     saved = json.loads((tmp_path / "bench-gpu.json").read_text())
     assert saved["pass"]["n_rows"] == 20000 and saved["pass"]["device"] == "cpu"
-    assert "path: cpu-fallback" in (tmp_path / "bench-gpu.md").read_text()
+    md = (tmp_path / "bench-gpu.md").read_text()
+    assert "path: cpu-fallback" in md and "One tile, part by part" in md
+    (profile,) = saved["tile_profile"]
+    assert (profile["m0"], profile["rows"]) == (48, 300)
+    assert set(profile["ms"]) == {"tile", "features", "column sums", "gram (pass)", "gemm", "compensated add"}
+    assert all(v > 0 for v in profile["ms"].values())
 
 
 def test_gpu_test_selection_names_existing_tests():
