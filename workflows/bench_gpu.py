@@ -131,61 +131,39 @@ def cupy_gram_bounds(m0: int, dtype: str = "float32", rows: int = 200_000, repea
 
 
 def tile_profile(m0: int, rows: int, d: int = 90, repeats: int = 5, on_gpu: bool = True) -> dict[str, float]:
-    """Median milliseconds of one tile of the statistics pass and of its parts, on the device.
+    """Median milliseconds of one tile of the statistics pass and of its parts.
 
-    The parts are the pass's own calls on its own buffers
-    (:class:`~dxrf.stats.tiles.TileWorker`): the features (projection and
-    cosine), their column sums (the device's), the Gram (``gram_into``: cuBLAS syrk)
-    beside CuPy's GEMM, and the compensated add of that Gram into the running
-    sums. Each is synchronised before its clock stops. ``on_gpu`` False runs
-    the same calls on NumPy blocks (the CPU fallback path).
+    The parts are :func:`dxrf.stats.tile_timings`' (the pass's own calls on
+    its own buffers) on a device tile, with CuPy's GEMM ``Z.T @ Z`` of the same
+    shape beside them. ``on_gpu`` False times the host tile (the CPU fallback
+    path) and no GEMM.
     """
     import numpy as np
 
     import dxrf
-    from dxrf.core.device import gram_into
-    from dxrf.stats.tiles import TileWorker
-
-    from ._common import median_time
-
-    if on_gpu:
-        import cupy as xp
-
-        def sync() -> None:
-            xp.cuda.Device().synchronize()
-    else:
-        xp = np
-
-        def sync() -> None:
-            pass
+    from dxrf.stats import tile_timings
 
     fmap = dxrf.RandomFourierFeatures(m0, bandwidth=float(np.sqrt(d)), dtype="float32", random_state=0)
     kernel = fmap.fit(np.zeros((1, d))).kernel_
-    X = xp.asarray(np.random.default_rng(0).standard_normal((rows, d)).astype(np.float32))
-    worker = TileWorker(kernel, rows, None, 1, xp=xp)
-    Z = worker.buf[:rows]
-    G = xp.zeros((m0, m0), dtype=Z.dtype)
-    sums = worker.sums[0]
+    X = np.random.default_rng(0).standard_normal((rows, d)).astype(np.float32)
+    if not on_gpu:
+        return {k: 1e3 * v for k, v in tile_timings(kernel, X, repeats).items()}
+    import cupy
 
-    def timed(fn) -> float:
-        def call() -> None:
-            fn()
-            sync()
+    from ._common import median_time
 
-        call()  # warm: kernels compiled, handles and pool blocks made
-        return 1e3 * median_time(call, repeats)[0]
+    out = {k: 1e3 * v for k, v in tile_timings(kernel, cupy.asarray(X), repeats).items()}
+    Z = cupy.cos(cupy.random.default_rng(0).standard_normal((rows, m0))).astype(np.float32)
+    G = cupy.empty((m0, m0), dtype=np.float32)
 
-    out = {
-        "tile": timed(lambda: worker.add_tile(X, None, None)),
-        "features": timed(lambda: worker._base(X, Z)),
-        "column sums": timed(lambda: worker._device_column_sums(Z) if on_gpu else Z.sum(axis=0, dtype=np.float64)),
-        "gram (pass)": timed(lambda: gram_into(Z, G)),
-        "gemm": timed(lambda: xp.matmul(Z.T, Z, out=G)),
-        "compensated add": timed(lambda: sums.add("gram", G)),
-    }
-    del X, worker, Z, G, sums
-    if on_gpu:
-        xp.get_default_memory_pool().free_all_blocks()
+    def gemm() -> None:
+        cupy.matmul(Z.T, Z, out=G)
+        cupy.cuda.Device().synchronize()
+
+    gemm()
+    out["gemm"] = 1e3 * median_time(gemm, repeats)[0]
+    del Z, G
+    cupy.get_default_memory_pool().free_all_blocks()
     return out
 
 

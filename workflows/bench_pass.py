@@ -36,6 +36,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also time the in-memory pass with one independent task per chunk (no lanes)",
     )
     parser.add_argument(
+        "--tile-rows", type=int, default=None,
+        help="rows per feature tile inside a task (default: the pass's own, from the tile_bytes option)",
+    )
+    parser.add_argument(
         "--gpu",
         action="store_true",
         help="CuPy blocks on one GPU worker; the bound is cuBLAS's Gram time on the device",
@@ -127,6 +131,7 @@ def run(args: argparse.Namespace) -> dict:
         "workers": 1 if args.gpu else args.workers,
         "device": "gpu" if args.gpu else "cpu",
         "chunk_rows": args.chunk_rows,
+        "tile_rows": args.tile_rows,
         "runs": [],
     }
     workdir = bench_workdir(args)
@@ -164,9 +169,12 @@ def run(args: argparse.Namespace) -> dict:
                     variants.append((label, zdata, drop_page_cache if cold else None, None))
                 timed = []
                 for label, data, setup, lanes in variants:
-                    dxrf.accumulate(data[: args.chunk_rows * args.workers], features=fmap)  # warm workers
+                    head = data[: args.chunk_rows * args.workers]
+                    dxrf.accumulate(head, features=fmap, tile_rows=args.tile_rows)  # warm workers
                     t, times, stats = median_time(
-                        lambda: dxrf.accumulate(data, features=fmap, lanes=lanes), args.repeats, setup
+                        lambda: dxrf.accumulate(data, features=fmap, lanes=lanes, tile_rows=args.tile_rows),
+                        args.repeats,
+                        setup,
                     )
                     assert stats.n == n
                     timed.append((label, t, times))

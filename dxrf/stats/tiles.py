@@ -200,12 +200,14 @@ def tile_timings(kernel: FeatureKernel, X: np.ndarray, repeats: int = 7) -> dict
     own buffers, each timed alone after one warm-up call, so they stay what a
     pass runs as that code changes. The caller sets the BLAS threads (a pass
     task runs on one, e.g. under ``threadpoolctl.threadpool_limits(1)``).
+    A CuPy ``X`` times the device path, each part waiting for the device
+    before its clock stops.
 
     Parameters
     ----------
     kernel : FeatureKernel
         The feature map of the pass (e.g. ``RandomFourierFeatures(...).fit(...).kernel_``).
-    X : numpy.ndarray of shape (rows, d)
+    X : numpy.ndarray or cupy.ndarray of shape (rows, d)
         One tile of inputs in the kernel's dtype; its row count is the tile's.
     repeats : int, default 7
         Timed calls per part.
@@ -215,20 +217,36 @@ def tile_timings(kernel: FeatureKernel, X: np.ndarray, repeats: int = 7) -> dict
     dict of str to float
         ``"tile"``: the statistics of the whole tile (no targets, no
         weights); ``"features in slabs"``: its features and their column
-        sums, slab by slab; ``"syrk"``: the Gram ``Z.T @ Z``; ``"compensated
-        add"``: adding that Gram to the running compensated sums.
+        sums, slab by slab (on a device, ``"features"`` and ``"column
+        sums"`` apart, each one launch per tile); ``"syrk"``: the Gram
+        ``Z.T @ Z`` (on a device cuBLAS syrk, its upper triangle);
+        ``"compensated add"``: adding that Gram to the running compensated
+        sums.
     """
-    X = np.ascontiguousarray(X, dtype=kernel.dtype)
+    xp = array_module(X)
+    X = xp.ascontiguousarray(X, dtype=kernel.dtype)
     n, m = X.shape[0], kernel.n_base
-    worker = TileWorker(kernel, n, None, 1)
+    worker = TileWorker(kernel, n, None, 1, xp=xp)
     Z = worker.buf[:n]
-    G = np.empty((m, m), Z.dtype)
-    sums = CompensatedSums(m, None)
+    G = xp.zeros((m, m), Z.dtype)
+    sums = CompensatedSums(m, None, xp)
+    cuda = getattr(xp, "cuda", None) if xp is not np else None
+
+    def timed(fn: Callable[[], object]) -> float:
+        if cuda is None:
+            return _median_seconds(fn, repeats)
+        return _median_seconds(lambda: (fn(), cuda.Device().synchronize()), repeats)
+
+    if xp is np:
+        features = {"features in slabs": timed(lambda: worker._features_in_slabs(X, Z))}
+    else:
+        features = {"features": timed(lambda: worker._base(X, Z)),
+                    "column sums": timed(lambda: worker._device_column_sums(Z))}
     return {
-        "tile": _median_seconds(lambda: worker.add_tile(X, None, None), repeats),
-        "features in slabs": _median_seconds(lambda: worker._features_in_slabs(X, Z), repeats),
-        "syrk": _median_seconds(lambda: np.matmul(Z.T, Z, out=G), repeats),
-        "compensated add": _median_seconds(lambda: sums.add("gram", G), repeats),
+        "tile": timed(lambda: worker.add_tile(X, None, None)),
+        **features,
+        "syrk": timed(lambda: gram_into(Z, G)),
+        "compensated add": timed(lambda: sums.add("gram", G)),
     }
 
 

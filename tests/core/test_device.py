@@ -223,3 +223,13 @@ def test_device_packed_gram_sums_equal_the_host_sums_bitwise(m, dtype):
     np.testing.assert_array_equal(back.hi["gram"], host.hi["gram"])
     np.testing.assert_array_equal(back.lo["gram"], host.lo["gram"])
     assert np.count_nonzero(host.lo["gram"]) > 0  # the compensation was exercised
+
+
+def test_tile_timings_time_the_device_path_part_by_part(standin):
+    from dxrf.stats import tile_timings
+
+    X = np.random.default_rng(1).standard_normal((300, D)).astype(np.float32)
+    kernel = dxrf.RandomFourierFeatures(M, bandwidth=2.0, dtype="float32", random_state=0).fit(X).kernel_
+    parts = tile_timings(kernel, X, repeats=2)
+    assert set(parts) == {"tile", "features", "column sums", "syrk", "compensated add"}
+    assert all(v > 0 for v in parts.values())

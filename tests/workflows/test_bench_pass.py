@@ -14,9 +14,10 @@ _args = bench_args
 
 def test_bench_pass_measures_both_variants_against_the_bound(tmp_path):
     args = _args(bench_pass, n_rows=2e4, m0=[48], dtype=["float32", "float64"], chunk_rows=5000, repeats=1,
-                 out=str(tmp_path), workdir=str(tmp_path / "work"))
+                 tile_rows=2500, out=str(tmp_path), workdir=str(tmp_path / "work"))
     res = bench_pass.run(args)
     assert len(res["runs"]) == 4  # 2 dtypes x (in memory, zarr)
+    assert res["tile_rows"] == 2500
     for run in res["runs"]:
         assert run["median_s"] > 0 and run["bound_s"] > 0
         assert run["ratio_to_bound"] == pytest.approx(run["bound_s"] / run["median_s"])
