@@ -141,8 +141,19 @@ def local_worker_config(worker_profile: bool = False) -> dict:
         every 10 ms; on a 2-core machine that cost 2% of a statistics pass
         (chunk tasks 2.33 s against 2.37 s, N = 4e5, M0 = 2000). The task
         stream, progress and memory pages do not need it.
+
+    The event loops' tick (a check that they are not blocked) runs every
+    second rather than every 20 ms, and work stealing balances every 500 ms
+    rather than every 100 ms: a pass's lanes are planned (see
+    :func:`dxrf.engine.lanes.lane_plan`). On a 2-core machine the client's
+    process, which holds the scheduler, then used 0.55 s of CPU during a
+    19 s statistics pass rather than 0.95 s (N = 10⁶, M0 = 2000).
     """
-    return {"distributed.worker.profile.enabled": bool(worker_profile)}
+    return {
+        "distributed.worker.profile.enabled": bool(worker_profile),
+        "distributed.admin.tick.interval": "1s",
+        "distributed.scheduler.work-stealing-interval": "500ms",
+    }
 
 
 def get_client(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -25,8 +26,7 @@ from dxrf.core.validation import check_pass_options
 from dxrf.core.options import Options
 from dxrf.core.progress import compute
 from dxrf.engine.blocks import Rows, aligned_blocks, cut_tiles, in_process_starts, lcm_rows, row_starts
-from dxrf.engine.lanes import balanced
-from dxrf.engine.lanes import lanes as chunk_lanes
+from dxrf.engine.lanes import balanced, lane_plan
 from dxrf.engine.reduce import fan_in as capped_fan_in
 from dxrf.engine.reduce import tree_reduce
 from dxrf.engine.ship import ship
@@ -252,12 +252,19 @@ def run_pass(
     starts = row_starts(chunks)
     fragmented = bool(spec.tile_grids)
     task = dask.delayed(_call_block, pure=False, nout=2 if fragmented else None)
-    lane_of = chunk_lanes(X, lanes) if spec.chained else list(range(len(x_blocks)))
+    if spec.chained:
+        lane_of, move_to = lane_plan(X, lanes, move_below=spec.partial_bytes)
+    else:
+        lane_of, move_to = list(range(len(x_blocks))), [None] * len(x_blocks)
     running: list = [None] * (max(lane_of) + 1)
     fragments = []
     for i, (xb, s, c) in enumerate(zip(x_blocks, starts, chunks)):
         j = lane_of[i]
-        out = task(spec, opts.blas_threads, xb, Rows(s, s + int(c), n, i), shipped, running[j], *(cb[i] for cb in col_blocks))
+        # a held chunk given to another worker's lane: that worker runs it (the chunk moves, not the partial)
+        where = dask.annotate(workers=[move_to[i]], allow_other_workers=True) if move_to[i] else nullcontext()
+        with where:
+            out = task(spec, opts.blas_threads, xb, Rows(s, s + int(c), n, i), shipped, running[j],
+                       *(cb[i] for cb in col_blocks))
         if fragmented:
             running[j], frags = out
             fragments.append(frags)

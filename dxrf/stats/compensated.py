@@ -75,6 +75,11 @@ class CompensatedSums:
             self.hi.update(cross=xp.zeros((m, k)), ysum=xp.zeros(k), yy=xp.zeros((k, k)))
         self.lo = {key: xp.zeros_like(v) for key, v in self.hi.items()}
 
+    def __sizeof__(self) -> int:
+        # what dask's sizeof sees: the scheduler weighs a lane's running partial against
+        # the chunk it meets, and a worker's memory manager counts the partials it holds
+        return object.__sizeof__(self) + sum(int(v.nbytes) for part in (self.hi, self.lo) for v in part.values())
+
     def __getstate__(self) -> dict:
         # device sums travel (between workers, or to disk) as host sums; a lane that
         # meets them again on a device moves them back (:meth:`on`)

@@ -134,6 +134,17 @@ def test_embedded_cluster_uses_memory_limited_worker_processes(monkeypatch):
         assert os.getpid() not in pids.values()
         # no statistical profiler sampling the workers' threads, unless asked for
         assert client.run(_worker_profiles) == {w: False for w in info}
+        # quieter event loops: a tick a second, work stealing every 500 ms
+        assert set(client.run(_tick_ms).values()) == {1000}
+        assert client.run_on_scheduler(_stealing_ms) == 500
+
+
+def _tick_ms(dask_worker) -> float:
+    return dask_worker.periodic_callbacks["tick"].callback_time
+
+
+def _stealing_ms(dask_scheduler) -> float:
+    return dask_scheduler.extensions["stealing"]._callback_time * 1000
 
 
 def _worker_profiles(dask_worker) -> bool:
