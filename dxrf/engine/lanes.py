@@ -10,7 +10,7 @@ import numpy as np
 
 from dxrf.core.progress import active_client
 
-__all__ = ["lanes", "lane_plan", "balanced", "IMBALANCE", "LANE_IMBALANCE"]
+__all__ = ["lane_plan", "balanced", "IMBALANCE", "LANE_IMBALANCE"]
 
 #: a pass re-cuts X's row chunks evenly when, shared out greedily over the cluster's threads,
 #: they would keep the busiest thread this much longer than an even share. A zarr group of
@@ -22,11 +22,6 @@ IMBALANCE = 1.1
 #: share gives some of them to the lanes of less loaded workers. The scheduler placed 20 chunks
 #: 11:9 on two workers in 2 of 6 persists; the M0 = 2000 statistics pass then took 20.4 s, not 19.0.
 LANE_IMBALANCE = 1.02
-
-
-def lanes(X: da.Array, count: int | None = None) -> list[int]:
-    """The lane of each row chunk of ``X``: :func:`lane_plan`'s lanes, moving no chunk."""
-    return lane_plan(X, count)[0]
 
 
 def lane_plan(X: da.Array, count: int | None = None, move_below: int = 0) -> tuple[list[int], list[str | None]]:

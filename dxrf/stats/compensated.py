@@ -94,23 +94,16 @@ class CompensatedSums:
         """These sums with their arrays on the array module ``xp`` (themselves when already there)."""
         if xp is self.xp:
             return self
-        if xp is np:
-            return self.to_host()
+        move = to_host if xp is np else xp.asarray
         moved = CompensatedSums.__new__(CompensatedSums)
         moved.__dict__.update(self.__dict__, xp=xp)
-        moved.hi = {key: xp.asarray(v) for key, v in self.hi.items()}
-        moved.lo = {key: xp.asarray(v) for key, v in self.lo.items()}
+        moved.hi = {key: move(v) for key, v in self.hi.items()}
+        moved.lo = {key: move(v) for key, v in self.lo.items()}
         return moved
 
     def to_host(self) -> CompensatedSums:
         """These sums with every array copied to host memory (NumPy)."""
-        if self.xp is np:
-            return self
-        host = CompensatedSums.__new__(CompensatedSums)
-        host.__dict__.update(self.__dict__, xp=np)
-        host.hi = {key: to_host(v) for key, v in self.hi.items()}
-        host.lo = {key: to_host(v) for key, v in self.lo.items()}
-        return host
+        return self.on(np)
 
     def _scratch(self, shape: tuple[int, ...]) -> np.ndarray | None:
         if self.xp is not np:  # the device's add is one fused kernel: no temporaries
